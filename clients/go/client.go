@@ -1,0 +1,169 @@
+// Package ringcast is the Go client for ringcast: a thin, documented wrapper
+// over the generated Connect client (gen/go/ringcast/v1/ringcastv1connect)
+// that owns the resume/resync loop, so an application ranges over facts and
+// never loses or repeats one across disconnects, restarts, leases and lag.
+package ringcast
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+)
+
+// Protocol is the wire protocol a Client speaks.
+type Protocol string
+
+// The protocols one ringcast handler serves.
+const (
+	ProtocolConnect Protocol = "connect"
+	ProtocolGRPC    Protocol = "grpc"
+	ProtocolGRPCWeb Protocol = "grpcweb"
+)
+
+// ParseProtocol accepts "connect", "grpc" or "grpcweb" (also "grpc-web").
+func ParseProtocol(s string) (Protocol, error) {
+	switch p := Protocol(strings.ToLower(s)); p {
+	case ProtocolConnect, ProtocolGRPC, ProtocolGRPCWeb:
+		return p, nil
+	case "grpc-web":
+		return ProtocolGRPCWeb, nil
+	}
+	return "", fmt.Errorf("unknown protocol %q (want connect, grpc or grpcweb)", s)
+}
+
+// Client talks to one ringcast server.
+type Client struct {
+	rpc  ringcastv1connect.EventServiceClient
+	opts options
+}
+
+type options struct {
+	protocol   Protocol
+	httpClient connect.HTTPClient
+	header     http.Header
+	backoff    Backoff
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+// WithProtocol selects the wire protocol (default ProtocolConnect).
+func WithProtocol(p Protocol) Option { return func(o *options) { o.protocol = p } }
+
+// WithHTTPClient replaces the default HTTP client (HTTP/1.1 and HTTP/2 over
+// TLS, h2c for gRPC on http:// URLs).
+func WithHTTPClient(c connect.HTTPClient) Option { return func(o *options) { o.httpClient = c } }
+
+// WithToken sends "Authorization: Bearer <token>" on every request.
+func WithToken(token string) Option {
+	return WithHeader("Authorization", "Bearer "+token)
+}
+
+// WithHeader adds a header to every request (auth headers pass through).
+func WithHeader(key, value string) Option {
+	return func(o *options) {
+		if o.header == nil {
+			o.header = http.Header{}
+		}
+		o.header.Add(key, value)
+	}
+}
+
+// NewClient returns a client for the server at baseURL (e.g.
+// "http://127.0.0.1:8080").
+func NewClient(baseURL string, opts ...Option) *Client {
+	o := options{protocol: ProtocolConnect, backoff: DefaultBackoff}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.httpClient == nil {
+		o.httpClient = NewHTTPClient(o.protocol)
+	}
+	var copts []connect.ClientOption
+	switch o.protocol {
+	case ProtocolGRPC:
+		copts = append(copts, connect.WithGRPC())
+	case ProtocolGRPCWeb:
+		copts = append(copts, connect.WithGRPCWeb())
+	}
+	if len(o.header) > 0 {
+		copts = append(copts, connect.WithInterceptors(headerInterceptor(o.header)))
+	}
+	return &Client{rpc: ringcastv1connect.NewEventServiceClient(o.httpClient, strings.TrimRight(baseURL, "/"), copts...), opts: o}
+}
+
+// NewHTTPClient returns an HTTP client suited to protocol p: gRPC needs
+// HTTP/2, so it speaks h2c (prior knowledge) on http:// URLs; Connect and
+// gRPC-Web use HTTP/1.1 there. All use HTTP/2 over TLS on https:// URLs.
+func NewHTTPClient(p Protocol) *http.Client {
+	var protocols http.Protocols
+	protocols.SetHTTP2(true)
+	if p == ProtocolGRPC {
+		protocols.SetUnencryptedHTTP2(true)
+	} else {
+		protocols.SetHTTP1(true)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Protocols = &protocols
+	return &http.Client{Transport: t}
+}
+
+// RPC is the generated client underneath, for calls the wrapper does not
+// cover.
+func (c *Client) RPC() ringcastv1connect.EventServiceClient { return c.rpc }
+
+// Publish appends one commit and returns its receipt. A non-empty
+// idempotencyKey makes a retry safe: a repeat within the server's dedupe
+// window returns the original receipt with Duplicate set.
+func (c *Client) Publish(ctx context.Context, facts []*ringcastv1.Fact, idempotencyKey string) (*ringcastv1.PublishResponse, error) {
+	res, err := c.rpc.Publish(ctx, connect.NewRequest(&ringcastv1.PublishRequest{Facts: facts, IdempotencyKey: idempotencyKey}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg, nil
+}
+
+// Status returns the server's status and subscriber count.
+func (c *Client) Status(ctx context.Context) (*ringcastv1.GetServerStatusResponse, error) {
+	res, err := c.rpc.GetServerStatus(ctx, connect.NewRequest(&ringcastv1.GetServerStatusRequest{}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg, nil
+}
+
+// headerInterceptor adds fixed headers to every request.
+type headerInterceptor http.Header
+
+func (h headerInterceptor) set(dst http.Header) {
+	for k, vs := range h {
+		for _, v := range vs {
+			dst.Add(k, v)
+		}
+	}
+}
+
+func (h headerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		h.set(req.Header())
+		return next(ctx, req)
+	}
+}
+
+func (h headerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		h.set(conn.RequestHeader())
+		return conn
+	}
+}
+
+func (h headerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}

@@ -1,0 +1,229 @@
+// Package app assembles a ringcast server: the hub, the Connect handler
+// (Connect, gRPC, gRPC-Web), gRPC health and reflection, the SSE face,
+// metrics, the console and the demo feed, on one port over HTTP/1.1 and h2c
+// (or TLS). server/cmd/ringcast only parses flags and calls Run.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/demo"
+	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/rpc"
+)
+
+// Config is the server's whole configuration. Defaults() fills every field;
+// flags and RINGCAST_* variables override them.
+type Config struct {
+	Addr            string
+	Window          int
+	Heartbeat       time.Duration
+	Lease           time.Duration
+	WriteTimeout    time.Duration
+	StateKeys       int
+	DedupeWindow    time.Duration
+	DedupeKeys      int
+	MaxRequestBytes int
+	Demo            bool
+	DemoInterval    time.Duration
+	TLSCert         string
+	TLSKey          string
+	ShutdownGrace   time.Duration
+	Version         string
+	Logger          *slog.Logger
+}
+
+// Defaults returns the documented defaults.
+func Defaults() Config {
+	return Config{
+		Addr:            "127.0.0.1:8080",
+		Window:          1024,
+		Heartbeat:       15 * time.Second,
+		Lease:           30 * time.Minute,
+		WriteTimeout:    10 * time.Second,
+		StateKeys:       65536,
+		DedupeWindow:    10 * time.Minute,
+		DedupeKeys:      65536,
+		MaxRequestBytes: 4 << 20,
+		Demo:            true,
+		DemoInterval:    time.Second,
+		ShutdownGrace:   5 * time.Second,
+		Version:         "dev",
+	}
+}
+
+// Validate reports configuration errors before anything starts.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Window < 1 {
+		errs = append(errs, errors.New("window must be at least 1"))
+	}
+	if c.Heartbeat <= 0 {
+		errs = append(errs, errors.New("heartbeat must be positive"))
+	}
+	if c.WriteTimeout <= 0 {
+		errs = append(errs, errors.New("write-timeout must be positive"))
+	}
+	if c.StateKeys < 1 {
+		errs = append(errs, errors.New("state-keys must be at least 1"))
+	}
+	if c.MaxRequestBytes < 1024 {
+		errs = append(errs, errors.New("max-request-bytes must be at least 1024"))
+	}
+	if c.Demo && c.DemoInterval <= 0 {
+		errs = append(errs, errors.New("demo-interval must be positive"))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls-cert and tls-key go together"))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is an assembled ringcast server, not yet serving.
+type Server struct {
+	Hub     *hub.Hub
+	Handler http.Handler
+	cfg     Config
+	guard   *writeGuard
+}
+
+// New builds the hub (minting the epoch and publishing ServerStatus at seq
+// 1) and the handler.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := newMetrics()
+	h, err := hub.New(hub.Config{
+		Window:            cfg.Window,
+		Heartbeat:         cfg.Heartbeat,
+		Lease:             cfg.Lease,
+		StateKeys:         cfg.StateKeys,
+		DedupeWindow:      cfg.DedupeWindow,
+		DedupeKeys:        cfg.DedupeKeys,
+		Version:           cfg.Version,
+		MaxFactsPerCommit: 256,
+		MaxTopics:         32,
+		MaxRequestBytes:   uint32(cfg.MaxRequestBytes),
+		Observer:          m.observer(),
+		Logger:            cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start hub: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(rpc.NewHandler(h, cfg.MaxRequestBytes))
+	checker := grpchealth.NewStaticChecker(ringcastv1connect.EventServiceName)
+	mux.Handle(grpchealth.NewHandler(checker))
+	reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	m.watch(h)
+	mux.Handle("/metrics", m.handler())
+	mux.Handle("/events", newSSEHandler(h, cfg))
+	mux.Handle("/", newConsoleHandler())
+	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
+	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard}, nil
+}
+
+// Serve serves on ln until ctx is cancelled, then shuts down gracefully:
+// the demo feed stops, the hub publishes ServerStatus(DRAINING), streams end
+// with OK status, and the listener closes. It returns nil after a clean
+// shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{
+		Handler:           s.Handler,
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	if s.cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		protocols.SetHTTP2(true)
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() { s.guard.run(stop) })
+	demoCtx, stopDemo := context.WithCancel(ctx)
+	defer stopDemo()
+	if s.cfg.Demo {
+		feed := demo.New(s.cfg.DemoInterval)
+		wg.Go(func() { feed.Run(demoCtx, s.Hub) })
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	var err error
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+	}
+	stopDemo()
+	s.Hub.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+		s.cfg.Logger.Warn("streams still open after the shutdown grace period; closing them", "grace", s.cfg.ShutdownGrace)
+		s.Hub.Close()
+		_ = srv.Close()
+	}
+	s.Hub.Close()
+	close(stop)
+	wg.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Run listens on cfg.Addr, builds the server, logs one line with the
+// address and the epoch, and serves until ctx is cancelled.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	s, err := New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	scheme := "http"
+	if cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	cfg.Logger.Info("ringcast serving",
+		"addr", ln.Addr().String(),
+		"url", scheme+"://"+ln.Addr().String(),
+		"epoch", hub.FormatEpoch(s.Hub.Epoch()),
+		"window", cfg.Window,
+		"demo", cfg.Demo)
+	return s.Serve(ctx, ln)
+}

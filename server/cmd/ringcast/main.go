@@ -1,0 +1,80 @@
+// Command ringcast runs the ringcast server and talks to one.
+//
+//	ringcast serve     run the server (with the demo feed by default)
+//	ringcast tail      subscribe and print one JSON line per fact and signal
+//	ringcast publish   publish one commit of facts given as JSON
+//	ringcast status    print GetServerStatus as JSON
+//
+// Every flag can also be given as RINGCAST_<NAME> (upper case, dashes as
+// underscores); a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `ringcast — one ordered, resumable event stream for browsers, services and curl.
+
+Usage:
+  ringcast serve   [flags]          run the server (embedded demo feed on by default)
+  ringcast tail    [flags]          subscribe; print one JSON object per fact and per signal
+  ringcast publish [flags] [FACT…]  publish one commit; facts as JSON arguments or on stdin
+  ringcast status  [flags]          print the server's status as JSON
+  ringcast version                  print the version
+
+Run "ringcast COMMAND -h" for a command's flags. Every flag may also be set
+as RINGCAST_<NAME>, e.g. RINGCAST_ADDR=0.0.0.0:8080.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serveCmd(ctx, args[1:], stderr)
+	case "tail":
+		err = tailCmd(ctx, args[1:], stdout, stderr)
+	case "publish":
+		err = publishCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "status":
+		err = statusCmd(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, version)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "ringcast: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(stderr, "ringcast %s: %v\n", args[0], err)
+		return 1
+	}
+}

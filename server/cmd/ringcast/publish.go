@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+const publishSynopsis = `publish [flags] [FACT…]
+
+Publishes one commit. Each FACT is a JSON object in Connect JSON form, e.g.
+  '{"topic":"gauges/ribble/g-014","type":"gauge.level","key":"g-014","data":{"level_m":1.2}}'
+With no FACT arguments, facts are read from stdin: JSON objects one after
+another, or one JSON array of them. Prints the receipt as JSON.`
+
+func publishCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var cf clientFlags
+	fs := newFlagSet("publish", publishSynopsis, stderr)
+	cf.register(fs)
+	key := fs.String("idempotency-key", "", "make the publish safe to retry: a repeat within the dedupe window returns the original receipt")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var facts []*ringcastv1.Fact
+	var err error
+	if fs.NArg() > 0 {
+		for i, a := range fs.Args() {
+			f := &ringcastv1.Fact{}
+			if err := protojson.Unmarshal([]byte(a), f); err != nil {
+				return fmt.Errorf("fact %d: %w", i+1, err)
+			}
+			facts = append(facts, f)
+		}
+	} else if facts, err = readFacts(stdin); err != nil {
+		return err
+	}
+	if len(facts) == 0 {
+		return errors.New("no facts given (pass JSON objects as arguments or on stdin)")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	receipt, err := c.Publish(ctx, facts, *key)
+	if err != nil {
+		return err
+	}
+	b, err := marshalJSON(receipt)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+// readFacts reads a JSON array of facts or a sequence of JSON objects.
+func readFacts(r io.Reader) ([]*ringcastv1.Fact, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var raws []json.RawMessage
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
+		if err := json.Unmarshal(t, &raws); err != nil {
+			return nil, fmt.Errorf("stdin: %w", err)
+		}
+	} else {
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		for {
+			var m json.RawMessage
+			if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("stdin: %w", err)
+			}
+			raws = append(raws, m)
+		}
+	}
+	facts := make([]*ringcastv1.Fact, 0, len(raws))
+	for i, raw := range raws {
+		f := &ringcastv1.Fact{}
+		if err := protojson.Unmarshal(raw, f); err != nil {
+			return nil, fmt.Errorf("fact %d: %w", i+1, err)
+		}
+		facts = append(facts, f)
+	}
+	return facts, nil
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/ringcast/ringcast/server/app"
+)
+
+func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg := app.Defaults()
+	cfg.Version = version
+	fs := newFlagSet("serve", "serve [flags]", stderr)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (HTTP/1.1 and h2c, or TLS with --tls-cert)")
+	fs.IntVar(&cfg.Window, "window", cfg.Window, "events retained in the ring (W): how far back a cursor can resume")
+	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat (or pending Progress) interval on idle streams")
+	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "longest life of a stream (±10% jitter); clients resume with their cursor; 0 keeps the default, negative disables")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "cut a stream whose write is blocked this long (a subscriber that stopped reading)")
+	fs.IntVar(&cfg.StateKeys, "state-keys", cfg.StateKeys, "keys kept for LATEST_PER_KEY snapshots; past it the least recently updated key is dropped")
+	fs.DurationVar(&cfg.DedupeWindow, "dedupe-window", cfg.DedupeWindow, "how long a publish idempotency key is remembered")
+	fs.IntVar(&cfg.DedupeKeys, "dedupe-keys", cfg.DedupeKeys, "most idempotency keys remembered (oldest forgotten first)")
+	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request message accepted, in bytes")
+	fs.BoolVar(&cfg.Demo, "demo", cfg.Demo, "publish the embedded river-gauge demo feed (--demo=false for an empty ring)")
+	fs.DurationVar(&cfg.DemoInterval, "demo-interval", cfg.DemoInterval, "time between demo rounds (one commit each)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with HTTP/2")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for streams to end after DRAINING")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return err
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return app.Run(ctx, cfg)
+}

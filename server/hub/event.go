@@ -1,0 +1,65 @@
+package hub
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// Event is one positioned entry of the ring: a commit or a server status.
+//
+// An Event is immutable once published and shared by every subscriber:
+// nothing may modify it, its response or the facts it holds.
+type Event struct {
+	Seq  uint64
+	Time time.Time
+	// resp is the complete response an unfiltered subscriber sends for this
+	// event (seq, epoch, time and payload), built once at publish.
+	resp *ringcastv1.SubscribeEventsResponse
+}
+
+// Response is the shared, read-only response for this event.
+func (e *Event) Response() *ringcastv1.SubscribeEventsResponse { return e.resp }
+
+// Commit is the event's commit, or nil for a status event.
+func (e *Event) Commit() *ringcastv1.Commit { return e.resp.GetCommit() }
+
+// Status is the event's server status, or nil for a commit.
+func (e *Event) Status() *ringcastv1.ServerStatus { return e.resp.GetServerStatus() }
+
+func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact) *Event {
+	return &Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
+		Seq:           seq,
+		InstanceEpoch: epoch,
+		EventTime:     timestamppb.New(at),
+		Event: &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{
+			Facts:     facts,
+			FactCount: uint32(len(facts)),
+		}},
+	}}
+}
+
+func newStatusEvent(epoch, seq uint64, at time.Time, status *ringcastv1.ServerStatus) *Event {
+	return &Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
+		Seq:           seq,
+		InstanceEpoch: epoch,
+		EventTime:     timestamppb.New(at),
+		Event:         &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: status},
+	}}
+}
+
+// commitResponse builds a per-stream response for a commit carrying only
+// some of its facts (a filter or a partial resume).
+func commitResponse(epoch, seq uint64, at *timestamppb.Timestamp, facts []*ringcastv1.Fact, factCount uint32) *ringcastv1.SubscribeEventsResponse {
+	return &ringcastv1.SubscribeEventsResponse{
+		Seq:           seq,
+		InstanceEpoch: epoch,
+		EventTime:     at,
+		Event: &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{
+			Facts:     facts,
+			FactCount: factCount,
+		}},
+	}
+}

@@ -1,0 +1,324 @@
+// Package hub is ringcast's ring and broadcast: it assigns every event its
+// seq, keeps the last W events, and owns the whole stream contract — replay,
+// snapshots, the replay-to-live handoff, filters, progress, bounds, leases
+// and resync decisions — for every face (Connect, gRPC, gRPC-Web, SSE).
+//
+// Publishing is O(1) whatever the number of subscribers and never waits for
+// one: a publish appends to the ring and kicks the notifier goroutine, which
+// wakes the subscribers that are waiting. Each subscriber reads the shared
+// ring at its own position on its own goroutine (its stream's); events are
+// immutable and shared, never copied per subscriber.
+package hub
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// ErrDraining is returned by Publish once the hub is draining or closed.
+var ErrDraining = errors.New("hub: draining, not accepting publishes")
+
+// Config configures a Hub. Zero fields take the defaults documented on them.
+type Config struct {
+	// Window is W, the number of positioned events retained. Default 1024.
+	Window int
+	// Heartbeat is the idle interval after which a stream receives a
+	// Heartbeat (or a pending Progress). Default 15s.
+	Heartbeat time.Duration
+	// Lease is the longest a stream lives before it ends (OK), jittered by
+	// ±LeaseJitter. Default 30m. Negative disables leases.
+	Lease time.Duration
+	// LeaseJitter is the relative lease jitter. Default 0.1 (±10%).
+	LeaseJitter float64
+	// StateKeys bounds the latest-per-key table. Default 65,536.
+	StateKeys int
+	// DedupeWindow is how long an idempotency key is remembered. Default 10m.
+	DedupeWindow time.Duration
+	// DedupeKeys bounds the remembered idempotency keys. Default 65,536.
+	DedupeKeys int
+	// Version is reported in ServerStatus.
+	Version string
+	// Limits are the request limits enforced at the RPC edge, reported in
+	// ServerStatus so clients can respect them.
+	MaxFactsPerCommit uint32
+	MaxTopics         uint32
+	MaxRequestBytes   uint32
+	// Observer receives counts for metrics. Default: none.
+	Observer Observer
+	// Logger receives lifecycle logs. Default: discard.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Window <= 0 {
+		c.Window = 1024
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 15 * time.Second
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Minute
+	}
+	if c.LeaseJitter <= 0 || c.LeaseJitter >= 1 {
+		c.LeaseJitter = 0.1
+	}
+	if c.StateKeys <= 0 {
+		c.StateKeys = 65536
+	}
+	if c.DedupeWindow == 0 {
+		c.DedupeWindow = 10 * time.Minute
+	}
+	if c.DedupeKeys == 0 {
+		c.DedupeKeys = 65536
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Receipt is the answer to a publish.
+type Receipt struct {
+	Seq       uint64
+	Epoch     uint64
+	Time      time.Time
+	Duplicate bool
+}
+
+// Hub is the ring and its broadcast. Create it with New; it is safe for
+// concurrent use.
+type Hub struct {
+	cfg   Config
+	epoch uint64 // random, non-zero, fixed for the hub's life
+	boot  time.Time
+
+	mu sync.RWMutex
+	// Guarded by mu.
+	ring   ring
+	state  ringcastv1.ServerState
+	keys   *stateTable
+	dedupe *dedupe
+	latest *Event        // the latest status event (never nil after New)
+	wake   chan struct{} // closed by the notifier after head advanced; then replaced
+
+	kick        chan struct{} // capacity 1: "head advanced", to the notifier
+	done        chan struct{} // closed by Close: every stream ends
+	closeOnce   sync.Once
+	notifierWG  sync.WaitGroup
+	subscribers atomic.Int64
+}
+
+// New mints an epoch, publishes the bind-time ServerStatus (seq 1) and
+// starts the notifier. Call Close to stop it.
+func New(cfg Config) (*Hub, error) {
+	cfg = cfg.withDefaults()
+	epoch, err := newEpoch()
+	if err != nil {
+		return nil, err
+	}
+	h := &Hub{
+		cfg:    cfg,
+		epoch:  epoch,
+		boot:   time.Now(),
+		ring:   newRing(cfg.Window),
+		state:  ringcastv1.ServerState_SERVER_STATE_SERVING,
+		keys:   newStateTable(cfg.StateKeys),
+		dedupe: newDedupe(cfg.DedupeWindow, cfg.DedupeKeys),
+		wake:   make(chan struct{}),
+		kick:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	h.mu.Lock()
+	h.publishStatusLocked(h.boot)
+	h.mu.Unlock()
+	h.notifierWG.Add(1)
+	go h.notify()
+	return h, nil
+}
+
+// newEpoch draws a random non-zero 64-bit epoch from crypto/rand.
+func newEpoch() (uint64, error) {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, err
+		}
+		if e := binary.BigEndian.Uint64(b[:]); e != 0 {
+			return e, nil
+		}
+	}
+}
+
+// Epoch is the hub's instance epoch.
+func (h *Hub) Epoch() uint64 { return h.epoch }
+
+// Window is W.
+func (h *Hub) Window() int { return h.cfg.Window }
+
+// Subscribers is the number of open streams.
+func (h *Hub) Subscribers() int64 { return h.subscribers.Load() }
+
+// Bounds returns the oldest and head seq.
+func (h *Hub) Bounds() (oldest, head uint64) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.ring.oldest(), h.ring.head
+}
+
+// StateEvictions is how many keys the latest-per-key table has evicted.
+func (h *Hub) StateEvictions() uint64 {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.keys.evicted
+}
+
+// Status describes the hub now (head, oldest and state are current).
+func (h *Hub) Status() *ringcastv1.ServerStatus {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.statusLocked()
+}
+
+func (h *Hub) statusLocked() *ringcastv1.ServerStatus {
+	return &ringcastv1.ServerStatus{
+		InstanceEpoch: h.epoch,
+		BootTime:      timestamppb.New(h.boot),
+		ServerVersion: h.cfg.Version,
+		State:         h.state,
+		Window:        uint32(h.cfg.Window),
+		HeadSeq:       h.ring.head,
+		OldestSeq:     h.ring.oldest(),
+		Limits: &ringcastv1.Limits{
+			MaxFactsPerCommit: h.cfg.MaxFactsPerCommit,
+			MaxTopics:         h.cfg.MaxTopics,
+			MaxRequestBytes:   h.cfg.MaxRequestBytes,
+			HeartbeatInterval: durationpb.New(h.cfg.Heartbeat),
+			Lease:             durationpb.New(max(h.cfg.Lease, 0)),
+			MaxStateKeys:      uint32(h.cfg.StateKeys),
+			DedupeWindow:      durationpb.New(max(h.cfg.DedupeWindow, 0)),
+		},
+	}
+}
+
+// publishStatusLocked appends a ServerStatus event describing the hub as it
+// will be once the event is in the ring.
+func (h *Hub) publishStatusLocked(at time.Time) {
+	seq := h.ring.head + 1
+	st := h.statusLocked()
+	st.HeadSeq = seq
+	if seq > h.ring.capacity() {
+		st.OldestSeq = seq - h.ring.capacity() + 1
+	}
+	ev := newStatusEvent(h.epoch, seq, at, st)
+	h.ring.push(ev)
+	h.latest = ev
+}
+
+// Publish appends one commit holding facts and returns its receipt. The hub
+// takes ownership of facts (it sets each Index) and never modifies them
+// afterwards; the caller must not use them again. Facts are validated at the
+// RPC edge. An idempotencyKey seen within the dedupe window returns the
+// original receipt with Duplicate set and appends nothing.
+func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
+	for i, f := range facts {
+		f.Index = uint32(i)
+	}
+	h.mu.Lock()
+	if h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
+		h.mu.Unlock()
+		return Receipt{}, ErrDraining
+	}
+	now := time.Now()
+	if idempotencyKey != "" {
+		if r, ok := h.dedupe.get(idempotencyKey, now); ok {
+			h.mu.Unlock()
+			r.Duplicate = true
+			return r, nil
+		}
+	}
+	ev := newCommitEvent(h.epoch, h.ring.head+1, now, facts)
+	h.ring.push(ev)
+	h.keys.apply(ev)
+	r := Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
+	if idempotencyKey != "" {
+		h.dedupe.put(idempotencyKey, r, now)
+	}
+	h.mu.Unlock()
+	h.signal()
+	h.cfg.Observer.Published(len(facts), time.Since(now))
+	return r, nil
+}
+
+// signal tells the notifier that head advanced; it never blocks.
+func (h *Hub) signal() {
+	select {
+	case h.kick <- struct{}{}:
+	default: // a wake-up is already pending; it will cover this event too
+	}
+}
+
+// notify wakes waiting subscribers after each kick. Closing a channel costs
+// O(waiters), so it happens here rather than on the publisher's path; kicks
+// that arrive meanwhile coalesce into one wake-up.
+func (h *Hub) notify() {
+	defer h.notifierWG.Done()
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-h.kick:
+		}
+		h.mu.Lock()
+		ch := h.wake
+		h.wake = make(chan struct{})
+		h.mu.Unlock()
+		close(ch)
+	}
+}
+
+// Drain publishes ServerStatus(DRAINING) and refuses further publishes.
+// Streams deliver everything up to that status, then end (OK). Idempotent.
+func (h *Hub) Drain() {
+	h.mu.Lock()
+	if h.state == ringcastv1.ServerState_SERVER_STATE_DRAINING {
+		h.mu.Unlock()
+		return
+	}
+	h.state = ringcastv1.ServerState_SERVER_STATE_DRAINING
+	h.publishStatusLocked(time.Now())
+	seq := h.ring.head
+	h.mu.Unlock()
+	h.signal()
+	h.cfg.Logger.Info("draining", "epoch", FormatEpoch(h.epoch), "status_seq", seq)
+}
+
+// Close ends every stream and stops the notifier. Call Drain first for a
+// graceful end. Idempotent.
+func (h *Hub) Close() {
+	h.closeOnce.Do(func() {
+		h.mu.Lock()
+		h.state = ringcastv1.ServerState_SERVER_STATE_DRAINING
+		h.mu.Unlock()
+		close(h.done)
+		h.notifierWG.Wait()
+	})
+}
+
+// Done is closed when the hub is closed.
+func (h *Hub) Done() <-chan struct{} { return h.done }

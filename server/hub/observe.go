@@ -1,0 +1,52 @@
+package hub
+
+import (
+	"fmt"
+	"time"
+)
+
+// Outcome classifies how a subscribe started. Metrics keep them apart so a
+// too-short window (too_old) shows as its own signal, distinct from new
+// subscribers and from restarts (epoch_mismatch).
+type Outcome string
+
+// The subscribe outcomes.
+const (
+	OutcomeNew            Outcome = "new"               // since_seq 0 / no Last-Event-ID
+	OutcomeResumed        Outcome = "resumed"           // served from the cursor
+	OutcomeTooOld         Outcome = "too_old"           // the cursor's next event left the ring
+	OutcomeAhead          Outcome = "ahead"             // the cursor is beyond head
+	OutcomeEpochMismatch  Outcome = "epoch_mismatch"    // another instance's cursor
+	OutcomeFactOutOfRange Outcome = "fact_out_of_range" // since_fact names no remaining fact
+)
+
+// Observer receives the hub's counts; the metrics package implements it.
+// Methods are called on publish and stream goroutines, never under the hub
+// lock, and must be cheap and safe for concurrent use.
+type Observer interface {
+	// Subscribed is called once per stream with its face and outcome.
+	Subscribed(face string, outcome Outcome)
+	// StreamStarted and StreamEnded bracket every stream.
+	StreamStarted(face string)
+	StreamEnded(face string)
+	// Lagged is called when a live stream is cut for falling behind.
+	Lagged(face string)
+	// Published is called per appended commit with the time spent appending.
+	Published(facts int, took time.Duration)
+	// Delivered is called once per delivered batch with the age of its
+	// newest event when written.
+	Delivered(face string, lag time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Subscribed(string, Outcome)     {}
+func (nopObserver) StreamStarted(string)           {}
+func (nopObserver) StreamEnded(string)             {}
+func (nopObserver) Lagged(string)                  {}
+func (nopObserver) Published(int, time.Duration)   {}
+func (nopObserver) Delivered(string, time.Duration) {}
+
+// FormatEpoch renders an epoch as 16 lower-case hex digits, the form used in
+// logs and SSE ids.
+func FormatEpoch(epoch uint64) string { return fmt.Sprintf("%016x", epoch) }

@@ -1,0 +1,482 @@
+package hub
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// maxBatch bounds how many events a stream copies out of the ring per lock.
+const maxBatch = 256
+
+// Request is a subscribe, independent of the face it arrived on.
+type Request struct {
+	Face         string // "connect" or "sse": for metrics only
+	SinceSeq     uint64
+	Epoch        uint64
+	SinceFact    uint32
+	Topics       []string
+	Snapshot     ringcastv1.Snapshot
+	OnUnservable ringcastv1.OnUnservable
+	UntilSeq     uint64
+	EndAtHead    bool
+}
+
+// RequestFromProto converts a validated SubscribeEventsRequest.
+func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request {
+	return Request{
+		Face:         face,
+		SinceSeq:     m.GetSinceSeq(),
+		Epoch:        m.GetInstanceEpoch(),
+		SinceFact:    m.GetSinceFact(),
+		Topics:       m.GetTopics(),
+		Snapshot:     m.GetSnapshot(),
+		OnUnservable: m.GetOnUnservable(),
+		UntilSeq:     m.GetUntilSeq(),
+		EndAtHead:    m.GetEndAtHead(),
+	}
+}
+
+// Sink receives a stream's responses in order. Responses may be shared with
+// other streams: a Sink must not modify them.
+type Sink interface {
+	Send(*ringcastv1.SubscribeEventsResponse) error
+}
+
+// Flusher is implemented by sinks that buffer: Subscribe calls Flush after
+// each batch of events and after each control message, so a subscriber that
+// is behind gets its backlog in as few writes as possible.
+type Flusher interface {
+	Flush() error
+}
+
+// SinkFunc adapts a function (such as connect.ServerStream.Send) to Sink.
+type SinkFunc func(*ringcastv1.SubscribeEventsResponse) error
+
+// Send calls f.
+func (f SinkFunc) Send(r *ringcastv1.SubscribeEventsResponse) error { return f(r) }
+
+// Subscribe serves one stream on the calling goroutine until it ends:
+//
+//   - nil when the stream ended as the contract says it ends with OK status
+//     (ResyncRequired sent, bound reached, lease expired, hub drained);
+//   - ctx.Err() when ctx was cancelled (the client went away);
+//   - the sink's error when a send failed.
+//
+// Every positioned response it sends has a seq strictly greater than the
+// previous positioned one, and no event between the start position and the
+// end is skipped without a Progress covering it.
+func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) error {
+	h.subscribers.Add(1)
+	h.cfg.Observer.StreamStarted(req.Face)
+	defer func() {
+		h.subscribers.Add(-1)
+		h.cfg.Observer.StreamEnded(req.Face)
+	}()
+	s := &stream{h: h, req: req, sink: sink, lastSend: time.Now()}
+	s.flusher, _ = sink.(Flusher)
+	if len(req.Topics) > 0 {
+		s.match = topicMatcher(req.Topics)
+	}
+	if h.cfg.Lease > 0 {
+		j := 1 + h.cfg.LeaseJitter*(2*rand.Float64()-1)
+		s.leaseEnd = s.lastSend.Add(time.Duration(float64(h.cfg.Lease) * j))
+	}
+	s.progressSpan = max(uint64(h.cfg.Window)/4, 1)
+	s.timer = time.NewTimer(time.Hour)
+	s.timer.Stop()
+	defer s.timer.Stop()
+	return s.run(ctx)
+}
+
+// stream is one subscriber's state. It is owned by the stream's goroutine.
+type stream struct {
+	h       *Hub
+	req     Request
+	sink    Sink
+	flusher Flusher
+	match   func(topic string) bool // nil: no filter
+
+	// next is the next seq to read from the ring; every seq < next has been
+	// delivered or skipped by the filter ("covered").
+	next uint64
+	// sent is the seq of the last positioned response sent.
+	sent uint64
+	// coveredAt is the commit time of seq next-1, for Progress.
+	coveredAt time.Time
+	// target is the position to cover before sending CaughtUp.
+	target   uint64
+	caughtUp bool
+
+	lastSend     time.Time
+	leaseEnd     time.Time // zero: no lease
+	progressSpan uint64    // send Progress once this many seqs are covered unsent
+	timer        *time.Timer
+	batch        []*Event
+}
+
+func (s *stream) run(ctx context.Context) error {
+	h, req := s.h, s.req
+	h.mu.RLock()
+	oldest, head := h.ring.oldest(), h.ring.head
+	reason, outcome := classify(req, h.epoch, &h.ring)
+	var partial *Event
+	if reason == ringcastv1.Reason_REASON_UNSPECIFIED && req.SinceFact > 0 {
+		partial = h.ring.get(req.SinceSeq)
+	}
+	h.mu.RUnlock()
+	h.cfg.Observer.Subscribed(req.Face, outcome)
+
+	switch {
+	case reason != ringcastv1.Reason_REASON_UNSPECIFIED:
+		if req.OnUnservable != ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE {
+			return s.resync(reason, req.SinceSeq, oldest, head)
+		}
+		gap := &ringcastv1.Gap{Reason: reason, RequestedSeq: req.SinceSeq, OldestSeq: oldest, HeadSeq: head}
+		if err := s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_Gap{Gap: gap}}); err != nil {
+			return err
+		}
+		if err := s.snapshot(); err != nil {
+			return err
+		}
+	case req.SinceSeq == 0:
+		if err := s.snapshot(); err != nil {
+			return err
+		}
+	default:
+		s.next, s.target = req.SinceSeq+1, head
+		if partial != nil {
+			if err := s.sendPartial(partial, req.SinceFact); err != nil {
+				return err
+			}
+		}
+	}
+	return s.loop(ctx)
+}
+
+// classify applies the subscribe table of the contract (§3) to a request.
+// It returns REASON_UNSPECIFIED when the request is servable.
+func classify(req Request, epoch uint64, r *ring) (ringcastv1.Reason, Outcome) {
+	switch {
+	case req.SinceSeq == 0:
+		return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeNew
+	case req.Epoch != epoch:
+		return ringcastv1.Reason_REASON_EPOCH_MISMATCH, OutcomeEpochMismatch
+	case req.SinceSeq > r.head:
+		return ringcastv1.Reason_REASON_CURSOR_AHEAD, OutcomeAhead
+	case req.SinceSeq+1 < r.oldest():
+		return ringcastv1.Reason_REASON_CURSOR_TOO_OLD, OutcomeTooOld
+	case req.SinceFact > 0:
+		ev := r.get(req.SinceSeq)
+		if ev == nil || req.SinceFact >= ev.Commit().GetFactCount() {
+			return ringcastv1.Reason_REASON_FACT_OUT_OF_RANGE, OutcomeFactOutOfRange
+		}
+	}
+	return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeResumed
+}
+
+// snapshot positions the stream for the requested snapshot: RETAINED
+// replays the ring from its oldest event; LATEST_PER_KEY sends the state
+// table's current facts now and continues after head.
+func (s *stream) snapshot() error {
+	h := s.h
+	if s.req.Snapshot != ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY {
+		h.mu.RLock()
+		s.next, s.target = h.ring.oldest(), h.ring.head
+		h.mu.RUnlock()
+		return nil
+	}
+	keep := s.match
+	if keep == nil {
+		keep = func(string) bool { return true }
+	}
+	h.mu.RLock()
+	facts := h.keys.collect(nil, keep)
+	status := h.latest
+	head := h.ring.head
+	headAt := h.ring.get(head).Time
+	h.mu.RUnlock()
+
+	s.next, s.target, s.coveredAt = head+1, head, headAt
+	statusSent := false
+	for i := 0; i < len(facts) || !statusSent; {
+		if !statusSent && (i == len(facts) || status.Seq < facts[i].seq) {
+			if err := s.sink.Send(status.resp); err != nil {
+				return err
+			}
+			s.sent, statusSent = status.Seq, true
+			continue
+		}
+		j := i + 1
+		for j < len(facts) && facts[j].seq == facts[i].seq {
+			j++
+		}
+		group := make([]*ringcastv1.Fact, 0, j-i)
+		for _, f := range facts[i:j] {
+			group = append(group, f.fact)
+		}
+		first := facts[i]
+		if err := s.sink.Send(commitResponse(h.epoch, first.seq, timestamppb.New(first.at), group, first.factCount)); err != nil {
+			return err
+		}
+		s.sent = first.seq
+		i = j
+	}
+	return s.flush()
+}
+
+// sendPartial sends the facts of commit ev with index >= from that match
+// the filter: the rest of a commit the client stopped inside.
+func (s *stream) sendPartial(ev *Event, from uint32) error {
+	c := ev.Commit()
+	var facts []*ringcastv1.Fact
+	for _, f := range c.GetFacts()[from:] {
+		if s.match == nil || s.match(f.GetTopic()) {
+			facts = append(facts, f)
+		}
+	}
+	if len(facts) == 0 {
+		return nil
+	}
+	s.sent = ev.Seq
+	return s.sendNow(commitResponse(s.h.epoch, ev.Seq, ev.resp.GetEventTime(), facts, c.GetFactCount()))
+}
+
+// loop replays from s.next and then tails live until the stream ends.
+func (s *stream) loop(ctx context.Context) error {
+	h := s.h
+	for {
+		covered := s.next - 1
+		if !s.caughtUp && covered >= s.target && (s.req.UntilSeq == 0 || covered < s.req.UntilSeq) {
+			if err := s.flushProgress(); err != nil {
+				return err
+			}
+			cu := &ringcastv1.CaughtUp{HeadSeq: covered}
+			if err := s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_CaughtUp{CaughtUp: cu}}); err != nil {
+				return err
+			}
+			s.caughtUp = true
+			if s.req.EndAtHead {
+				return nil
+			}
+		}
+		if s.req.UntilSeq > 0 && covered >= s.req.UntilSeq {
+			return s.flushProgress()
+		}
+
+		h.mu.RLock()
+		oldest, head := h.ring.oldest(), h.ring.head
+		if s.next < oldest {
+			h.mu.RUnlock()
+			h.cfg.Observer.Lagged(s.req.Face)
+			return s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
+		}
+		to := min(head, s.next+maxBatch-1)
+		if s.req.UntilSeq > 0 {
+			to = min(to, s.req.UntilSeq)
+		}
+		if s.next <= to {
+			s.batch = h.ring.appendRange(s.batch[:0], s.next, to)
+		} else {
+			s.batch = s.batch[:0]
+		}
+		draining := h.state != ringcastv1.ServerState_SERVER_STATE_SERVING
+		wake := h.wake
+		h.mu.RUnlock()
+
+		if len(s.batch) == 0 {
+			if draining {
+				return s.flushProgress()
+			}
+			if end, err := s.wait(ctx, wake); end || err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.deliver(s.batch); err != nil {
+			return err
+		}
+		clear(s.batch) // do not pin evicted events
+		if !s.leaseEnd.IsZero() && s.lastSend.After(s.leaseEnd) {
+			return s.flushProgress()
+		}
+	}
+}
+
+// deliver sends a batch of ring events, skipping (and covering) commits the
+// filter leaves empty.
+func (s *stream) deliver(batch []*Event) error {
+	var last *Event
+	for _, ev := range batch {
+		resp := s.filtered(ev)
+		s.next, s.coveredAt = ev.Seq+1, ev.Time
+		if resp == nil {
+			if ev.Seq-s.sent >= s.progressSpan {
+				if err := s.sendProgress(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := s.sink.Send(resp); err != nil {
+			return err
+		}
+		s.sent, last = ev.Seq, ev
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	s.lastSend = time.Now()
+	if last != nil {
+		s.h.cfg.Observer.Delivered(s.req.Face, s.lastSend.Sub(last.Time))
+	}
+	return nil
+}
+
+// filtered is the response this stream sends for ev: the shared one when
+// everything matches, a per-stream commit holding the matching facts, or
+// nil when nothing matches. Status events always pass.
+func (s *stream) filtered(ev *Event) *ringcastv1.SubscribeEventsResponse {
+	c := ev.Commit()
+	if s.match == nil || c == nil {
+		return ev.resp
+	}
+	n := 0
+	for _, f := range c.Facts {
+		if s.match(f.Topic) {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil
+	case len(c.Facts):
+		return ev.resp
+	}
+	facts := make([]*ringcastv1.Fact, 0, n)
+	for _, f := range c.Facts {
+		if s.match(f.Topic) {
+			facts = append(facts, f)
+		}
+	}
+	return commitResponse(s.h.epoch, ev.Seq, ev.resp.EventTime, facts, c.FactCount)
+}
+
+// wait blocks until the ring may have more for this stream, and meanwhile
+// sends heartbeats (or pending Progress) on idle. It reports end = true when
+// the stream must end with OK status (lease expired, hub closed).
+func (s *stream) wait(ctx context.Context, wake <-chan struct{}) (end bool, err error) {
+	for {
+		due := s.lastSend.Add(s.h.cfg.Heartbeat)
+		if !s.leaseEnd.IsZero() && s.leaseEnd.Before(due) {
+			due = s.leaseEnd
+		}
+		if d := time.Until(due); d > 0 {
+			s.timer.Reset(d)
+			select {
+			case <-wake:
+				s.timer.Stop()
+				return false, nil
+			case <-ctx.Done():
+				return true, ctx.Err()
+			case <-s.h.done:
+				return true, s.flushProgress()
+			case <-s.timer.C:
+			}
+		}
+		now := time.Now()
+		if !s.leaseEnd.IsZero() && !now.Before(s.leaseEnd) {
+			return true, s.flushProgress()
+		}
+		if now.Sub(s.lastSend) < s.h.cfg.Heartbeat {
+			continue
+		}
+		if s.next-1 > s.sent {
+			err = s.sendProgress()
+		} else {
+			err = s.heartbeat()
+		}
+		if err != nil {
+			return true, err
+		}
+	}
+}
+
+// flushProgress sends a Progress if coverage is ahead of the last
+// positioned response, so the client's cursor reaches what was covered.
+func (s *stream) flushProgress() error {
+	if s.next-1 > s.sent {
+		return s.sendProgress()
+	}
+	return nil
+}
+
+func (s *stream) sendProgress() error {
+	seq := s.next - 1
+	s.sent = seq
+	return s.sendNow(&ringcastv1.SubscribeEventsResponse{
+		Seq:           seq,
+		InstanceEpoch: s.h.epoch,
+		EventTime:     timestamppb.New(s.coveredAt),
+		Event:         &ringcastv1.SubscribeEventsResponse_Progress{Progress: &ringcastv1.Progress{}},
+	})
+}
+
+func (s *stream) heartbeat() error {
+	oldest, head := s.h.Bounds()
+	hb := &ringcastv1.Heartbeat{HeadSeq: head, OldestSeq: oldest}
+	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_Heartbeat{Heartbeat: hb}})
+}
+
+// resync sends the terminal ResyncRequired; the stream then ends OK.
+func (s *stream) resync(reason ringcastv1.Reason, requested, oldest, head uint64) error {
+	rr := &ringcastv1.ResyncRequired{Reason: reason, RequestedSeq: requested, OldestSeq: oldest, HeadSeq: head}
+	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ResyncRequired{ResyncRequired: rr}})
+}
+
+// control sends an unpositioned response (seq 0) stamped with the epoch and
+// the send time.
+func (s *stream) control(r *ringcastv1.SubscribeEventsResponse) error {
+	r.InstanceEpoch = s.h.epoch
+	r.EventTime = timestamppb.Now()
+	return s.sendNow(r)
+}
+
+// sendNow sends r and flushes it.
+func (s *stream) sendNow(r *ringcastv1.SubscribeEventsResponse) error {
+	if err := s.sink.Send(r); err != nil {
+		return err
+	}
+	s.lastSend = time.Now()
+	return s.flush()
+}
+
+func (s *stream) flush() error {
+	if s.flusher == nil {
+		return nil
+	}
+	return s.flusher.Flush()
+}
+
+// topicMatcher returns a matcher for a topics filter: an entry matches a
+// topic equal to it or a prefix of it ending at a "/" boundary.
+func topicMatcher(topics []string) func(string) bool {
+	return func(topic string) bool {
+		for _, t := range topics {
+			if MatchTopic(t, topic) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// MatchTopic reports whether filter entry f matches topic.
+func MatchTopic(f, topic string) bool {
+	return topic == f || (len(topic) > len(f) && topic[len(f)] == '/' && strings.HasPrefix(topic, f))
+}

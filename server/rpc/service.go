@@ -1,0 +1,74 @@
+// Package rpc is ringcast's Connect handler: one http.Handler that serves
+// EventService to Connect, gRPC and gRPC-Web clients. Validation of request
+// shape happens in the protovalidate interceptor (violations travel in the
+// error details); the stream contract itself lives in package hub.
+package rpc
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/validate"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/hub"
+)
+
+// Face is the metrics label of streams served here.
+const Face = "connect"
+
+// Service implements ringcastv1connect.EventServiceHandler over a hub.
+type Service struct {
+	hub *hub.Hub
+}
+
+var _ ringcastv1connect.EventServiceHandler = (*Service)(nil)
+
+// NewHandler returns the EventService route and handler. maxRequestBytes
+// bounds every request message (Publish's facts above all).
+func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) (string, http.Handler) {
+	opts = append([]connect.HandlerOption{
+		connect.WithInterceptors(validate.NewInterceptor()),
+		connect.WithReadMaxBytes(maxRequestBytes),
+	}, opts...)
+	return ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, opts...)
+}
+
+// SubscribeEvents serves one stream. Unservable cursors are not errors: the
+// hub answers them with ResyncRequired (or Gap) and the stream ends OK.
+func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ringcastv1.SubscribeEventsRequest], stream *connect.ServerStream[ringcastv1.SubscribeEventsResponse]) error {
+	err := s.hub.Subscribe(ctx, hub.RequestFromProto(Face, req.Msg), hub.SinkFunc(stream.Send))
+	if err != nil && ctx.Err() != nil {
+		return connect.NewError(connect.CodeCanceled, ctx.Err())
+	}
+	return err
+}
+
+// Publish appends one commit.
+func (s *Service) Publish(_ context.Context, req *connect.Request[ringcastv1.PublishRequest]) (*connect.Response[ringcastv1.PublishResponse], error) {
+	r, err := s.hub.Publish(req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
+	if errors.Is(err, hub.ErrDraining) {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	return connect.NewResponse(&ringcastv1.PublishResponse{
+		Seq:           r.Seq,
+		InstanceEpoch: r.Epoch,
+		EventTime:     timestamppb.New(r.Time),
+		Duplicate:     r.Duplicate,
+	}), nil
+}
+
+// GetServerStatus reports the running instance.
+func (s *Service) GetServerStatus(context.Context, *connect.Request[ringcastv1.GetServerStatusRequest]) (*connect.Response[ringcastv1.GetServerStatusResponse], error) {
+	return connect.NewResponse(&ringcastv1.GetServerStatusResponse{
+		Status:      s.hub.Status(),
+		Subscribers: uint64(s.hub.Subscribers()),
+	}), nil
+}
