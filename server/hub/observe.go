@@ -40,11 +40,11 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) Subscribed(string, Outcome)     {}
-func (nopObserver) StreamStarted(string)           {}
-func (nopObserver) StreamEnded(string)             {}
-func (nopObserver) Lagged(string)                  {}
-func (nopObserver) Published(int, time.Duration)   {}
+func (nopObserver) Subscribed(string, Outcome)      {}
+func (nopObserver) StreamStarted(string)            {}
+func (nopObserver) StreamEnded(string)              {}
+func (nopObserver) Lagged(string)                   {}
+func (nopObserver) Published(int, time.Duration)    {}
 func (nopObserver) Delivered(string, time.Duration) {}
 
 // FormatEpoch renders an epoch as 16 lower-case hex digits, the form used in
