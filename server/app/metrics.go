@@ -4,12 +4,14 @@ import (
 	"net/http"
 
 	"github.com/ringcast/ringcast/server/hub"
+	rcmetrics "github.com/ringcast/ringcast/server/metrics"
 )
 
-// metrics is the Prometheus registry of a server (contract §7).
-type metrics struct{}
+// metrics is the Prometheus registry of a server (contract §7), one per
+// server: nothing is registered globally.
+type metrics struct{ m *rcmetrics.Metrics }
 
-func newMetrics() *metrics                { return &metrics{} }
-func (m *metrics) observer() hub.Observer { return nil }
-func (m *metrics) watch(*hub.Hub)         {}
-func (m *metrics) handler() http.Handler  { return http.NotFoundHandler() }
+func newMetrics() *metrics                { return &metrics{m: rcmetrics.New()} }
+func (m *metrics) observer() hub.Observer { return m.m }
+func (m *metrics) watch(h *hub.Hub)       { m.m.Watch(h) }
+func (m *metrics) handler() http.Handler  { return m.m.Handler() }

@@ -1,0 +1,161 @@
+// Package metrics is ringcast's Prometheus instrumentation (contract §7;
+// docs/metrics.md): a registry per server, fed by the hub through the
+// hub.Observer interface and read from the hub on scrape.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ringcast/ringcast/server/hub"
+)
+
+// Faces are the stream faces, pre-registered so every series exists from
+// the first scrape (a rate over a series that appears late misses its
+// first increments).
+var Faces = []string{"connect", "sse"}
+
+// Outcomes are the subscribe outcomes, pre-registered per face.
+var Outcomes = []hub.Outcome{
+	hub.OutcomeNew, hub.OutcomeResumed, hub.OutcomeTooOld, hub.OutcomeAhead,
+	hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange,
+}
+
+// Metrics holds one server's collectors and registry. It implements
+// hub.Observer; its methods are safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	subscribes  *prometheus.CounterVec
+	lagged      *prometheus.CounterVec
+	subscribers *prometheus.GaugeVec
+	commits     prometheus.Counter
+	facts       prometheus.Counter
+	publish     prometheus.Histogram
+	lag         *prometheus.HistogramVec
+}
+
+var _ hub.Observer = (*Metrics)(nil)
+
+// New returns metrics on a fresh registry holding ringcast's collectors and
+// the Go and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		subscribes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ringcast_subscribes_total",
+			Help: "Streams opened, by face (connect, sse) and outcome (new, resumed, too_old, ahead, epoch_mismatch, fact_out_of_range).",
+		}, []string{"face", "outcome"}),
+		lagged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ringcast_lagging_cutoffs_total",
+			Help: "Live streams cut because they fell more than the window behind (ResyncRequired SUBSCRIBER_LAGGING), by face.",
+		}, []string{"face"}),
+		subscribers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ringcast_subscribers",
+			Help: "Streams open now, by face.",
+		}, []string{"face"}),
+		commits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ringcast_commits_published_total",
+			Help: "Commits appended to the ring (idempotent duplicates are not counted).",
+		}),
+		facts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ringcast_facts_published_total",
+			Help: "Facts in the commits appended to the ring.",
+		}),
+		publish: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ringcast_publish_duration_seconds",
+			Help:    "Time to append one commit to the ring (lock, dedupe, state table), excluding the request's transport and validation.",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10), // 1µs .. ~0.26s
+		}),
+		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ringcast_delivery_lag_seconds",
+			Help:    "Age of the newest event of each delivered batch when written to the stream, by face: commit time to write.",
+			Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10), // 100µs .. ~26s
+		}, []string{"face"}),
+	}
+	m.reg.MustRegister(m.subscribes, m.lagged, m.subscribers, m.commits, m.facts, m.publish, m.lag,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, f := range Faces {
+		for _, o := range Outcomes {
+			m.subscribes.WithLabelValues(f, string(o))
+		}
+		m.lagged.WithLabelValues(f)
+		m.subscribers.WithLabelValues(f)
+		m.lag.WithLabelValues(f)
+	}
+	return m
+}
+
+// Watch registers the gauges read from h on every scrape: head and oldest
+// seq, window size, state-table evictions and the instance's identity.
+// Call it once, with the hub that reports to m.
+func (m *Metrics) Watch(h *hub.Hub) {
+	st := h.Status()
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringcast_head_seq",
+			Help: "The highest seq assigned (head).",
+		}, func() float64 { _, head := h.Bounds(); return float64(head) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringcast_oldest_seq",
+			Help: "The lowest seq still in the ring (oldest): a cursor at oldest-1 or later resumes; an older one is too_old.",
+		}, func() float64 { oldest, _ := h.Bounds(); return float64(oldest) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringcast_window_size",
+			Help: "W, the number of positioned events the ring retains.",
+		}, func() float64 { return float64(h.Window()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ringcast_state_table_evictions_total",
+			Help: "Keys dropped from the latest-per-key table because it reached its key limit (LATEST_PER_KEY snapshots no longer hold them).",
+		}, func() float64 { return float64(h.StateEvictions()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "ringcast_instance_info",
+			Help:        "Always 1; labels name the running instance (epoch as in SSE ids and logs) and its version.",
+			ConstLabels: prometheus.Labels{"epoch": hub.FormatEpoch(h.Epoch()), "version": st.GetServerVersion()},
+		}, func() float64 { return 1 }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringcast_boot_time_seconds",
+			Help: "Unix time the instance booted (minted its epoch).",
+		}, func() float64 { return float64(st.GetBootTime().AsTime().UnixNano()) / 1e9 }),
+	)
+}
+
+// Handler serves the registry in the Prometheus text (or OpenMetrics)
+// format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry is the registry, for tests and for adding collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Subscribed implements hub.Observer.
+func (m *Metrics) Subscribed(face string, outcome hub.Outcome) {
+	m.subscribes.WithLabelValues(face, string(outcome)).Inc()
+}
+
+// StreamStarted implements hub.Observer.
+func (m *Metrics) StreamStarted(face string) { m.subscribers.WithLabelValues(face).Inc() }
+
+// StreamEnded implements hub.Observer.
+func (m *Metrics) StreamEnded(face string) { m.subscribers.WithLabelValues(face).Dec() }
+
+// Lagged implements hub.Observer.
+func (m *Metrics) Lagged(face string) { m.lagged.WithLabelValues(face).Inc() }
+
+// Published implements hub.Observer.
+func (m *Metrics) Published(facts int, took time.Duration) {
+	m.commits.Inc()
+	m.facts.Add(float64(facts))
+	m.publish.Observe(took.Seconds())
+}
+
+// Delivered implements hub.Observer.
+func (m *Metrics) Delivered(face string, lag time.Duration) {
+	m.lag.WithLabelValues(face).Observe(lag.Seconds())
+}

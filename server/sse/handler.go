@@ -1,0 +1,162 @@
+// Package sse is ringcast's Server-Sent Events face: GET /events serves the
+// same ring through hub.Subscribe as the Connect handler, framed for
+// EventSource (contract §5; docs/sse.md).
+//
+// Every subscribe asks the hub for ON_UNSERVABLE_SNAPSHOT_INLINE, so a
+// Last-Event-ID that cannot be resumed (too old, ahead, another epoch,
+// malformed) becomes a named gap event, then the snapshot, caught-up and the
+// live tail — always on an HTTP 200 response, because EventSource gives up
+// for good on any other status and would otherwise loop on a refusal.
+package sse
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"buf.build/go/protovalidate"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/hub"
+)
+
+// Face is the metrics label of streams served here.
+const Face = "sse"
+
+// maxEchoedID bounds how much of a received Last-Event-ID a gap echoes.
+const maxEchoedID = 128
+
+// Handler serves GET /events. Create it with New.
+type Handler struct {
+	hub      *hub.Hub
+	log      *slog.Logger
+	retryMin time.Duration
+	retryMax time.Duration
+	cache    *frameCache
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// WithRetry sets the range of the `retry:` hint sent at the start of every
+// response; each response draws its value uniformly from [lo, hi] so that
+// clients dropped together do not come back together. Default 1s–2s.
+func WithRetry(lo, hi time.Duration) Option {
+	return func(h *Handler) { h.retryMin, h.retryMax = lo, max(lo, hi) }
+}
+
+// New returns the handler for h.
+func New(h *hub.Hub, opts ...Option) *Handler {
+	s := &Handler{
+		hub:      h,
+		log:      slog.New(slog.DiscardHandler),
+		retryMin: time.Second,
+		retryMax: 2 * time.Second,
+		cache:    newFrameCache(h.Window()),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// ServeHTTP serves one stream until the client goes away or the hub ends
+// it (lease, lapped, shutdown).
+func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	req, err := parseQuery(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	sk := &sink{w: bufio.NewWriterSize(w, 16<<10), rc: http.NewResponseController(w), cache: s.cache}
+
+	// The header wins over the query: EventSource re-sends the URL it was
+	// opened with on every reconnect, so lastEventId in the query is only
+	// the starting point and the header is where the stream got to.
+	lastID := r.Header.Get("Last-Event-ID")
+	if lastID == "" {
+		lastID = r.URL.Query().Get("lastEventId")
+	}
+	if lastID != "" {
+		sk.lastID = lastID
+		if len(sk.lastID) > maxEchoedID {
+			sk.lastID = sk.lastID[:maxEchoedID]
+		}
+		epoch, seq, perr := ParseLastEventID(lastID)
+		if perr != nil {
+			// Position 1 of epoch 0 is unservable on every hub (epochs
+			// are non-zero): the hub answers with an EPOCH_MISMATCH gap
+			// (and counts it so), which the sink renames malformed_id.
+			sk.malformed = true
+			epoch, seq = 0, 1
+		}
+		req.Epoch, req.SinceSeq = epoch, seq
+	}
+
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	hd.Set("Access-Control-Allow-Origin", "*")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	retry := s.retryMin
+	if d := s.retryMax - s.retryMin; d > 0 {
+		retry += rand.N(d + 1)
+	}
+	fmt.Fprintf(sk.w, "retry: %d\n\n", retry.Milliseconds())
+	if err := sk.Flush(); err != nil {
+		return
+	}
+
+	err = s.hub.Subscribe(r.Context(), req, sk)
+	if err != nil && r.Context().Err() == nil {
+		s.log.Debug("sse stream ended", "error", err)
+	}
+}
+
+// parseQuery reads topic (repeatable) and snapshot and checks them against
+// the proto's rules. A bad value is a programming error in the page that
+// built the URL, not a resume, so it is answered 400.
+func parseQuery(r *http.Request) (hub.Request, error) {
+	q := r.URL.Query()
+	m := &ringcastv1.SubscribeEventsRequest{
+		Topics:       q["topic"],
+		OnUnservable: ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE,
+	}
+	switch v := q.Get("snapshot"); v {
+	case "", "retained":
+		m.Snapshot = ringcastv1.Snapshot_SNAPSHOT_RETAINED
+	case "latest_per_key":
+		m.Snapshot = ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY
+	default:
+		return hub.Request{}, fmt.Errorf("snapshot must be retained or latest_per_key, not %s", strconv.Quote(v))
+	}
+	if err := protovalidate.Validate(m); err != nil {
+		var verr *protovalidate.ValidationError
+		if errors.As(err, &verr) && len(verr.Violations) > 0 {
+			// "topics[2]: value does not match regex pattern ..." names
+			// the proto field; the query parameter is "topic".
+			msg := strings.Replace(verr.Violations[0].String(), "topics", "topic", 1)
+			return hub.Request{}, fmt.Errorf("bad query: %s", msg)
+		}
+		return hub.Request{}, fmt.Errorf("bad query: %w", err)
+	}
+	return hub.RequestFromProto(Face, m), nil
+}

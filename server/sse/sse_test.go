@@ -1,0 +1,303 @@
+package sse_test
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/ringtest"
+	"github.com/ringcast/ringcast/server/sse"
+)
+
+func TestSnapshotCaughtUpLive(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	h := srv.Hub()
+	publish(t, h, "a/1", "b/1")
+	publish(t, h, "a/2")
+
+	s := open(t, srv.URL, "", "")
+	if ct := s.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	for k, want := range map[string]string{"Cache-Control": "no-store", "X-Accel-Buffering": "no", "Access-Control-Allow-Origin": "*"} {
+		if got := s.resp.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	first := ringtest.Wait(t, s.events, waitFor, "the retry hint")
+	ms, err := strconv.Atoi(first.Retry)
+	if err != nil || ms < 1000 || ms > 2000 {
+		t.Fatalf("first block %+v: want retry: 1000..2000", first)
+	}
+
+	st := s.expect(sse.EventStatus)
+	if st.ID != id(h, 1) {
+		t.Errorf("status id = %q, want %q", st.ID, id(h, 1))
+	}
+	status := decode[map[string]any](t, st.Data)
+	if status["seq"] != float64(1) || status["instance_epoch"] == nil || status["state"] != "SERVER_STATE_SERVING" {
+		t.Errorf("status data = %s", st.Data)
+	}
+	c2 := s.expect(sse.EventCommit)
+	if c2.ID != id(h, 2) {
+		t.Errorf("commit id = %q, want %q", c2.ID, id(h, 2))
+	}
+	d2 := decode[commitData](t, c2.Data)
+	if d2.Seq != 2 || d2.FactCount != 2 || len(d2.Facts) != 2 || d2.Facts[1].Topic != "b/1" || d2.Facts[1].Index != 1 || d2.Facts[0].Data["n"] != float64(0) {
+		t.Errorf("commit 2 data = %s", c2.Data)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, d2.EventTime); err != nil {
+		t.Errorf("event_time %q: %v", d2.EventTime, err)
+	}
+	if c3 := s.expect(sse.EventCommit); c3.ID != id(h, 3) {
+		t.Errorf("commit id = %q, want %q", c3.ID, id(h, 3))
+	}
+	cu := decode[sse.CaughtUp](t, s.expect(sse.EventCaughtUp).Data)
+	if cu.HeadSeq != 3 || cu.HeadID != id(h, 3) {
+		t.Errorf("caught-up = %+v", cu)
+	}
+
+	seq := publish(t, h, "c/1")
+	live := s.expect(sse.EventCommit)
+	if live.ID != id(h, seq) || decode[commitData](t, live.Data).Facts[0].Topic != "c/1" {
+		t.Errorf("live event %+v", live)
+	}
+}
+
+func TestLatestPerKeySnapshot(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	h := srv.Hub()
+	publish(t, h, "k/1", "k/2") // 2
+	publish(t, h, "k/1")        // 3: supersedes k/1 of 2
+	publish(t, h, "other/x")    // 4
+
+	s := open(t, srv.URL, "?snapshot=latest_per_key&topic=k", "")
+	got := s.untilCaughtUp()
+	var ids []string
+	for _, ev := range got {
+		ids = append(ids, ev.Name+" "+ev.ID)
+	}
+	want := []string{"status " + id(h, 1), "commit " + id(h, 2), "commit " + id(h, 3), "progress " + id(h, 4)}
+	if strings.Join(ids, ",") != strings.Join(want, ",") {
+		t.Fatalf("latest_per_key snapshot = %v, want %v", ids, want)
+	}
+	if d := decode[commitData](t, got[1].Data); len(d.Facts) != 1 || d.Facts[0].Topic != "k/2" || d.FactCount != 2 {
+		t.Errorf("commit 2 should hold only the still-current k/2: %s", got[1].Data)
+	}
+}
+
+// TestResume resumes by the header and by the query, and checks that the
+// header wins when both are given.
+func TestResume(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	h := srv.Hub()
+	publish(t, h, "a/1")
+	s := open(t, srv.URL, "", "")
+	snap := s.untilCaughtUp()
+	last := snap[len(snap)-1].ID
+	if last != id(h, 2) {
+		t.Fatalf("last snapshot id %q", last)
+	}
+	s.cancel()
+
+	var missed []uint64
+	for i := 0; i < 3; i++ {
+		missed = append(missed, publish(t, h, "a/"+strconv.Itoa(i)))
+	}
+	wantIDs := func(seqs []uint64) string {
+		var ids []string
+		for _, q := range seqs {
+			ids = append(ids, id(h, q))
+		}
+		return strings.Join(ids, ",")
+	}
+	cases := []struct{ name, query, header string }{
+		{"header", "", last},
+		{"query", "?lastEventId=" + url.QueryEscape(last), ""},
+		{"header wins over query", "?lastEventId=garbage", last},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := open(t, srv.URL, tc.query, tc.header)
+			got := r.untilCaughtUp()
+			var ids []string
+			for _, ev := range got {
+				if ev.Name != sse.EventCommit {
+					t.Errorf("unexpected %q event in a resume", ev.Name)
+				}
+				ids = append(ids, ev.ID)
+			}
+			if strings.Join(ids, ",") != wantIDs(missed) {
+				t.Fatalf("resumed ids = %v, want %s (no gap, no duplicate)", ids, wantIDs(missed))
+			}
+		})
+	}
+}
+
+// TestUnresumableIDs: every unresumable id gives a named gap, then the
+// snapshot, caught-up and live events, on a 200 response.
+func TestUnresumableIDs(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Window = 8
+	cases := []struct {
+		name   string
+		reason string
+		// setup returns the Last-Event-ID to send after the server is
+		// prepared.
+		setup func(t *testing.T, srv *ringtest.Server) string
+	}{
+		{"too old", "cursor_too_old", func(t *testing.T, srv *ringtest.Server) string {
+			stale := id(srv.Hub(), publish(t, srv.Hub(), "a/1"))
+			for i := 0; i < 20; i++ {
+				publish(t, srv.Hub(), "a/1")
+			}
+			return stale
+		}},
+		{"other epoch", "epoch_mismatch", func(t *testing.T, srv *ringtest.Server) string {
+			stale := id(srv.Hub(), publish(t, srv.Hub(), "a/1"))
+			srv.Restart()
+			publish(t, srv.Hub(), "a/1")
+			return stale
+		}},
+		{"ahead", "cursor_ahead", func(t *testing.T, srv *ringtest.Server) string {
+			seq := publish(t, srv.Hub(), "a/1")
+			return id(srv.Hub(), seq+5)
+		}},
+		{"malformed", sse.ReasonMalformedID, func(t *testing.T, srv *ringtest.Server) string {
+			publish(t, srv.Hub(), "a/1")
+			return "not-an-id"
+		}},
+		{"malformed upper-case epoch", sse.ReasonMalformedID, func(t *testing.T, srv *ringtest.Server) string {
+			publish(t, srv.Hub(), "a/1")
+			return strings.ToUpper(id(srv.Hub(), 1))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := ringtest.Start(t, cfg)
+			lastID := tc.setup(t, srv)
+			h := srv.Hub()
+			oldest, head := h.Bounds()
+
+			s := open(t, srv.URL, "", lastID)
+			g := decode[sse.Gap](t, s.expect(sse.EventGap).Data)
+			if g.Reason != tc.reason || g.RequestedID != lastID || g.OldestID != id(h, oldest) || g.OldestSeq != oldest || g.HeadID != id(h, head) {
+				t.Errorf("gap = %+v; want reason %s, requested %s, oldest %s, head %s", g, tc.reason, lastID, id(h, oldest), id(h, head))
+			}
+			snap := s.untilCaughtUp()
+			if len(snap) == 0 || snap[0].ID != id(h, oldest) || snap[len(snap)-1].ID != id(h, head) {
+				t.Errorf("snapshot after gap: %d events from %q to %q, want %s..%s", len(snap), snap[0].ID, snap[len(snap)-1].ID, id(h, oldest), id(h, head))
+			}
+			seq := publish(t, h, "live/1")
+			if ev := s.expect(sse.EventCommit); ev.ID != id(h, seq) {
+				t.Errorf("live id = %q, want %q", ev.ID, id(h, seq))
+			}
+		})
+	}
+}
+
+// TestProgressForFilteredStream: filtered-out commits advance the stream
+// with progress events that carry ids, before caught-up and when idle.
+func TestProgressForFilteredStream(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Heartbeat = 100 * time.Millisecond
+	srv := ringtest.Start(t, cfg)
+	h := srv.Hub()
+	publish(t, h, "wanted/1")
+	publish(t, h, "other/1")
+
+	s := open(t, srv.URL, "?topic=wanted", "")
+	snap := s.untilCaughtUp()
+	if n := len(snap); n != 3 || snap[2].Name != sse.EventProgress || snap[2].ID != id(h, 3) {
+		t.Fatalf("snapshot = %+v; want status, commit, progress %s", snap, id(h, 3))
+	}
+	if p := decode[map[string]any](t, snap[2].Data); p["seq"] != float64(3) || p["event_time"] == nil {
+		t.Errorf("progress data = %s", snap[2].Data)
+	}
+
+	seq := publish(t, h, "other/2")
+	ev := s.expect(sse.EventProgress)
+	if ev.ID != id(h, seq) {
+		t.Fatalf("idle progress id = %q, want %q", ev.ID, id(h, seq))
+	}
+	// Resuming from a progress id is a plain resume.
+	r := open(t, srv.URL, "?topic=wanted", ev.ID)
+	if got := r.untilCaughtUp(); len(got) != 0 {
+		t.Errorf("resume from the progress id replayed %+v", got)
+	}
+}
+
+// TestHeartbeatComment: an idle stream gets heartbeat comment lines.
+func TestHeartbeatComment(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Heartbeat = 50 * time.Millisecond
+	srv := ringtest.Start(t, cfg)
+	s := open(t, srv.URL, "", "")
+	s.untilCaughtUp()
+	for {
+		ev := ringtest.Wait(t, s.events, waitFor, "a heartbeat")
+		if ev.end {
+			t.Fatal("stream ended")
+		}
+		if strings.HasPrefix(ev.Comment, "heartbeat head=1 oldest=1") {
+			if ev.Name != "" || ev.ID != "" {
+				t.Errorf("heartbeat must be a bare comment: %+v", ev)
+			}
+			return
+		}
+	}
+}
+
+// TestLappedReaderEnds: a reader that falls more than the window behind
+// has its response ended (EventSource then reconnects with its last id).
+func TestLappedReaderEnds(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Window = 16
+	srv := ringtest.Start(t, cfg)
+	h := srv.Hub()
+	s := open(t, srv.URL, "", "")
+	s.untilCaughtUp()
+
+	resume := s.pause()
+	big, _ := structpb.NewStruct(map[string]any{"pad": strings.Repeat("x", 16<<10)})
+	for i := 0; i < 1500; i++ { // ~24 MB: more than the socket buffers hold
+		fact := &ringcastv1.Fact{Topic: "bulk/1", Type: "test.big", Payload: &ringcastv1.Fact_Data{Data: big}}
+		if _, err := h.Publish([]*ringcastv1.Fact{fact}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resume()
+	comments := s.expectEnd()
+	if len(comments) == 0 || !strings.Contains(comments[len(comments)-1], "subscriber_lagging") {
+		t.Errorf("comments before the end = %q; want a resync subscriber_lagging note", comments)
+	}
+}
+
+func TestBadQuery(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	for _, q := range []string{"?snapshot=everything", "?topic=Bad%20Topic", "?topic="} {
+		resp, err := http.Get(srv.URL + "/events" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", q, resp.StatusCode)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/events", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: status %d, want 405", resp.StatusCode)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
