@@ -7,9 +7,10 @@ import (
 
 // Backoff is capped exponential backoff with full jitter: the n-th
 // consecutive retry waits a uniformly random duration in [Min, min(Max,
-// Initial·2ⁿ)]. A stream that stayed healthy for Reset starts over at n = 0.
-// Min > 0 keeps even a server that ends every stream at once from driving a
-// zero-delay reconnect loop.
+// Initial·2ⁿ)]. A stream that moved the cursor (delivered a new position)
+// or lived for Reset is healthy: the next retry starts over at n = 0. Every
+// reconnect waits, healthy or not, so even a server that ends every stream
+// at once cannot drive a zero-delay loop: Min is raised to 1ms if unset.
 type Backoff struct {
 	Min     time.Duration
 	Initial time.Duration
@@ -36,3 +37,21 @@ func (b Backoff) Delay(attempt int) time.Duration {
 
 // WithBackoff replaces DefaultBackoff.
 func WithBackoff(b Backoff) Option { return func(o *options) { o.backoff = b } }
+
+// normalized fills unset or inconsistent fields so that Delay is never zero
+// and Reset is meaningful.
+func (b Backoff) normalized() Backoff {
+	if b.Min <= 0 {
+		b.Min = time.Millisecond
+	}
+	if b.Initial < b.Min {
+		b.Initial = b.Min
+	}
+	if b.Max < b.Initial {
+		b.Max = b.Initial
+	}
+	if b.Reset <= 0 {
+		b.Reset = DefaultBackoff.Reset
+	}
+	return b
+}

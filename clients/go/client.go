@@ -2,11 +2,54 @@
 // over the generated Connect client (gen/go/ringcast/v1/ringcastv1connect)
 // that owns the resume/resync loop, so an application ranges over facts and
 // never loses or repeats one across disconnects, restarts, leases and lag.
+//
+//	cur, err := ringcast.LoadCursor("orders.cursor") // missing file: start from a snapshot
+//	if err != nil { return err }
+//	c := ringcast.NewClient("http://127.0.0.1:8080")
+//	sub := c.Subscribe(ringcast.WithCursor(cur), ringcast.WithTopics("gauges"))
+//	for it, err := range sub.Items(ctx) {
+//		if err != nil { return err } // permanent failure or ctx done; transient ones are retried
+//		handle(it)                   // a fact, KindCaughtUp or KindResynced
+//		if err := ringcast.SaveCursor("orders.cursor", it.Cursor); err != nil { return err }
+//	}
+//
+// # Why range-over-func
+//
+// Subscription.Items returns an iter.Seq2[Item, error] rather than a
+// Next/Item/Err trio because the loop's shape is the consumption rule: the
+// item handed to the loop body is consumed, and leaving the loop (break,
+// return, panic) always runs the iterator's cleanup — the stream is closed
+// and no goroutine is left — with nothing like a Close for the caller to
+// forget. The iterator pulls messages from the stream on the caller's own
+// goroutine, so a slow loop body is ordinary backpressure and a body that
+// stops reading for longer than the window is told so by a KindResynced
+// item.
+//
+// # The cursor
+//
+// A Cursor is (epoch, seq, fact): commit seq of server instance epoch is
+// consumed up to fact (0 = whole commit). It moves when a fact is handed to
+// the loop body, and when the server reports Progress over commits the
+// topic filter skipped; heartbeats and CaughtUp never move it. Breaking out
+// mid-commit leaves it on the next fact of that commit. It serialises to a
+// short versioned string (see Cursor) and persists atomically with
+// SaveCursor.
+//
+// # Reconnects and resyncs
+//
+// Every stream end — OK (leases, drain), network error, or a transient code
+// (see Retryable) — is followed by a reconnect from the cursor after a
+// Backoff delay, never zero. A permanent code (unauthenticated,
+// permission_denied, invalid_argument, …) ends the iteration with that
+// error. When the server can no longer serve the cursor it says so
+// (ResyncRequired or Gap): the cursor is discarded, a KindResynced item
+// tells why, and the snapshot that follows starts from scratch.
 package ringcast
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -48,6 +91,7 @@ type options struct {
 	httpClient connect.HTTPClient
 	header     http.Header
 	backoff    Backoff
+	logger     *slog.Logger
 }
 
 // Option configures a Client.
@@ -75,12 +119,18 @@ func WithHeader(key, value string) Option {
 	}
 }
 
+// WithLogger logs reconnects (at debug level) to l. Default: discard.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
 // NewClient returns a client for the server at baseURL (e.g.
 // "http://127.0.0.1:8080").
 func NewClient(baseURL string, opts ...Option) *Client {
 	o := options{protocol: ProtocolConnect, backoff: DefaultBackoff}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
 	}
 	if o.httpClient == nil {
 		o.httpClient = NewHTTPClient(o.protocol)
@@ -117,6 +167,14 @@ func NewHTTPClient(p Protocol) *http.Client {
 // RPC is the generated client underneath, for calls the wrapper does not
 // cover.
 func (c *Client) RPC() ringcastv1connect.EventServiceClient { return c.rpc }
+
+// CloseIdleConnections closes the idle connections of the client's HTTP
+// client, when it has that method (the default one does).
+func (c *Client) CloseIdleConnections() {
+	if ci, ok := c.opts.httpClient.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
 
 // Publish appends one commit and returns its receipt. A non-empty
 // idempotencyKey makes a retry safe: a repeat within the server's dedupe

@@ -1,0 +1,141 @@
+package ringcast
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// cursorVersion is the first field of a serialised cursor. A later format
+// gets a new prefix; ParseCursor keeps accepting the old ones.
+const cursorVersion = "rc1"
+
+// Cursor is the position of what the application has consumed on one
+// server instance: commit Seq of instance Epoch is fully consumed when Fact
+// is 0; when Fact = K > 0, only its facts with index < K are.
+//
+// The zero Cursor means "nothing consumed": a subscription from it starts
+// with a snapshot. A Cursor is a small value: copy it freely.
+//
+// Its text form, used by MarshalText, MarshalJSON (a JSON string) and
+// String, is
+//
+//	rc1.<epoch: 16 lower-case hex digits>.<seq: decimal>.<fact: decimal>
+//
+// e.g. "rc1.9f86d081884c7d65.1042.0". Treat it as opaque: the "rc1" prefix
+// is a format version, so the form may change and old strings stay valid.
+type Cursor struct {
+	Epoch uint64 // the instance_epoch the position belongs to
+	Seq   uint64 // the last commit (or position) touched
+	Fact  uint32 // 0: commit Seq fully consumed; K > 0: facts [0, K) consumed
+}
+
+// IsZero reports whether c is the zero cursor (start from a snapshot).
+func (c Cursor) IsZero() bool { return c == Cursor{} }
+
+// String returns the text form.
+func (c Cursor) String() string {
+	return fmt.Sprintf("%s.%016x.%d.%d", cursorVersion, c.Epoch, c.Seq, c.Fact)
+}
+
+// MarshalText implements encoding.TextMarshaler (and so JSON, as a string).
+func (c Cursor) MarshalText() ([]byte, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return []byte(c.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseCursor's
+// rules.
+func (c *Cursor) UnmarshalText(b []byte) error {
+	p, err := ParseCursor(string(b))
+	if err != nil {
+		return err
+	}
+	*c = p
+	return nil
+}
+
+// ErrMalformedCursor is wrapped by every ParseCursor error.
+var ErrMalformedCursor = errors.New("malformed ringcast cursor")
+
+// ParseCursor parses the text form strictly: the version prefix, exactly 16
+// lower-case hex digits of epoch, and canonical decimals (no sign, no
+// leading zeros, no spaces) for seq and fact. It also rejects shapes no
+// server position can have: a fact offset without a seq, and a seq without
+// an epoch.
+func ParseCursor(s string) (Cursor, error) {
+	fail := func(format string, args ...any) (Cursor, error) {
+		return Cursor{}, fmt.Errorf("%w %q: %s", ErrMalformedCursor, truncate(s, 64), fmt.Sprintf(format, args...))
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return fail("want 4 dot-separated fields (%s.<epoch>.<seq>.<fact>), got %d", cursorVersion, len(parts))
+	}
+	if parts[0] != cursorVersion {
+		return fail("unknown format version %q (want %q)", truncate(parts[0], 16), cursorVersion)
+	}
+	if len(parts[1]) != 16 || strings.IndexFunc(parts[1], notLowerHex) >= 0 {
+		return fail("epoch must be 16 lower-case hex digits")
+	}
+	epoch, err := strconv.ParseUint(parts[1], 16, 64)
+	if err != nil {
+		return fail("epoch: %v", err)
+	}
+	seq, err := parseCanonicalUint(parts[2], 64)
+	if err != nil {
+		return fail("seq: %v", err)
+	}
+	fact, err := parseCanonicalUint(parts[3], 32)
+	if err != nil {
+		return fail("fact: %v", err)
+	}
+	c := Cursor{Epoch: epoch, Seq: seq, Fact: uint32(fact)}
+	if err := c.validate(); err != nil {
+		return fail("%v", err)
+	}
+	return c, nil
+}
+
+// validate rejects cursors no sequence of server events can produce.
+func (c Cursor) validate() error {
+	switch {
+	case c.Fact > 0 && c.Seq == 0:
+		return errors.New("a fact offset needs a seq")
+	case c.Seq > 0 && c.Epoch == 0:
+		return errors.New("a seq needs a non-zero epoch")
+	}
+	return nil
+}
+
+func parseCanonicalUint(s string, bits int) (uint64, error) {
+	if s == "" {
+		return 0, errors.New("empty")
+	}
+	if len(s) > 1 && s[0] == '0' {
+		return 0, errors.New("leading zero")
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return 0, errors.New("not a decimal number")
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, bits)
+	if err != nil {
+		return 0, errors.New("out of range")
+	}
+	return n, nil
+}
+
+func notLowerHex(r rune) bool {
+	return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f')
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,49 @@
+package ringcast
+
+import (
+	"errors"
+
+	"connectrpc.com/connect"
+)
+
+// Retryable reports whether a subscription retries after err (with its
+// cursor, after a backoff delay) rather than returning it to the caller.
+//
+// Retried: failures of the path or of one server instance, after which the
+// same request can succeed —
+//
+//	unavailable, unknown, internal, deadline_exceeded, resource_exhausted,
+//	aborted, data_loss, canceled (when the caller's context is not done:
+//	a proxy or server cancelled the stream), and errors that carry no code
+//	(network errors).
+//
+// Returned to the caller: the request itself is wrong or not allowed, and
+// repeating it cannot help —
+//
+//	unauthenticated, permission_denied, invalid_argument,
+//	failed_precondition, out_of_range, not_found, already_exists,
+//	unimplemented.
+//
+// An unservable cursor is never an error (the server answers it with
+// ResyncRequired, which the subscription handles itself).
+func Retryable(err error) bool {
+	if err == nil {
+		return true
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return true
+	}
+	switch ce.Code() {
+	case connect.CodeUnauthenticated,
+		connect.CodePermissionDenied,
+		connect.CodeInvalidArgument,
+		connect.CodeFailedPrecondition,
+		connect.CodeOutOfRange,
+		connect.CodeNotFound,
+		connect.CodeAlreadyExists,
+		connect.CodeUnimplemented:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,444 @@
+package ringcast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// Kind says what an Item is.
+type Kind uint8
+
+// The kinds of Item. Progress and heartbeats are never items: they only
+// move the cursor (Progress) or keep the stream alive (heartbeats).
+const (
+	// KindFact is one fact of a commit.
+	KindFact Kind = iota + 1
+	// KindCaughtUp: the replay or snapshot is done; what follows is live.
+	KindCaughtUp
+	// KindResynced: the server could not serve the cursor (or the reader
+	// fell behind the window). The cursor was discarded and what follows
+	// is a fresh snapshot: facts may have been missed. It always comes
+	// before the first fact of that snapshot.
+	KindResynced
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindFact:
+		return "fact"
+	case KindCaughtUp:
+		return "caught_up"
+	case KindResynced:
+		return "resynced"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Item is what a subscription yields: a fact or a lifecycle signal.
+type Item struct {
+	Kind Kind
+	// Epoch is the instance epoch of the stream that delivered the item.
+	Epoch uint64
+
+	// Seq is the commit's seq (KindFact).
+	Seq uint64
+	// Index is the fact's position in the original commit (KindFact). With
+	// a topic filter, indexes of one commit may skip values.
+	Index uint32
+	// Last is true on the last fact of its commit that this subscription
+	// delivers (KindFact). With a topic filter that is the last MATCHING
+	// fact, whose Index may be below the commit's fact count − 1.
+	Last bool
+	// Time is the commit's event time (KindFact).
+	Time time.Time
+	// Fact is the fact itself (KindFact). It is shared: do not modify it.
+	Fact *ringcastv1.Fact
+
+	// HeadSeq is the position covered when the stream caught up
+	// (KindCaughtUp), or the server's head when it decided to resync
+	// (KindResynced).
+	HeadSeq uint64
+	// Resync tells why and where the subscription resynced (KindResynced).
+	Resync *Resync
+
+	// Cursor is the subscription's cursor once this item is consumed: store
+	// it together with the item's effects (e.g. in the same transaction)
+	// for exactly-once processing.
+	Cursor Cursor
+}
+
+// Resync describes a discarded cursor: the server's ResyncRequired or, with
+// WithSnapshotInline, its Gap.
+type Resync struct {
+	Reason       ringcastv1.Reason
+	RequestedSeq uint64 // the seq the stream asked for (or, lagging, the next it needed)
+	OldestSeq    uint64 // the oldest seq the server still held
+	HeadSeq      uint64 // the server's head
+	Inline       bool   // a Gap: the snapshot followed on the same stream
+}
+
+// SubscribeOption configures a Subscription.
+type SubscribeOption func(*subscribeConfig)
+
+type subscribeConfig struct {
+	cursor    Cursor
+	topics    []string
+	snapshot  ringcastv1.Snapshot
+	inline    bool
+	untilSeq  uint64
+	endAtHead bool
+}
+
+// WithCursor starts from a cursor saved earlier (default: the zero cursor,
+// which starts with a snapshot).
+func WithCursor(c Cursor) SubscribeOption { return func(o *subscribeConfig) { o.cursor = c } }
+
+// WithTopics filters facts by topic: an entry matches a topic equal to it
+// or below it at a "/" boundary. Commits with no matching fact are skipped
+// (the server's Progress still moves the cursor over them).
+func WithTopics(topics ...string) SubscribeOption {
+	return func(o *subscribeConfig) { o.topics = append(o.topics, topics...) }
+}
+
+// WithSnapshot selects what a subscription from the zero cursor (or after a
+// resync) receives first: SNAPSHOT_RETAINED (default) or
+// SNAPSHOT_LATEST_PER_KEY.
+func WithSnapshot(s ringcastv1.Snapshot) SubscribeOption {
+	return func(o *subscribeConfig) { o.snapshot = s }
+}
+
+// WithSnapshotInline asks the server to answer an unservable cursor with a
+// Gap followed by the snapshot on the same stream (ON_UNSERVABLE_SNAPSHOT_
+// INLINE) instead of ResyncRequired and a second request. The application
+// sees the same KindResynced item either way (with Resync.Inline set).
+func WithSnapshotInline() SubscribeOption { return func(o *subscribeConfig) { o.inline = true } }
+
+// WithUntil bounds the read: the iteration ends once every position up to
+// seq (of the stream's epoch) is consumed. A bound never splits a commit.
+func WithUntil(seq uint64) SubscribeOption { return func(o *subscribeConfig) { o.untilSeq = seq } }
+
+// WithEndAtHead makes the read replay what is there and end after the
+// KindCaughtUp item instead of tailing.
+func WithEndAtHead() SubscribeOption { return func(o *subscribeConfig) { o.endAtHead = true } }
+
+// Subscription is a resumable subscription. Range over Items to consume it;
+// read Cursor at any moment (from any goroutine) to persist the position.
+type Subscription struct {
+	c   *Client
+	cfg subscribeConfig
+
+	mu  sync.Mutex
+	cur Cursor // guarded by mu: the position of what the application was handed
+
+	running  atomic.Bool
+	onStream func() // test hook: called before each stream is opened
+}
+
+// Subscribe returns a subscription; nothing is sent until Items is ranged
+// over.
+func (c *Client) Subscribe(opts ...SubscribeOption) *Subscription {
+	s := &Subscription{c: c}
+	for _, opt := range opts {
+		opt(&s.cfg)
+	}
+	s.cur = s.cfg.cursor
+	return s
+}
+
+// Cursor returns the position of everything the application has consumed:
+// every fact handed to the loop body so far, plus the Progress and status
+// positions that followed it.
+func (s *Subscription) Cursor() Cursor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+func (s *Subscription) setCursor(c Cursor) {
+	s.mu.Lock()
+	s.cur = c
+	s.mu.Unlock()
+}
+
+// ErrConcurrentIteration is yielded when Items is ranged over while another
+// range over the same Subscription is running.
+var ErrConcurrentIteration = errors.New("ringcast: subscription is already being iterated")
+
+// Items streams the subscription from its current cursor: facts one at a
+// time, and the KindCaughtUp and KindResynced signals. It reconnects on its
+// own (see Retryable and Backoff) and resynchronises on its own.
+//
+// Consumption rule: an item is consumed when it is handed to the loop body.
+// Inside the body, Cursor() and Item.Cursor already count it; breaking out
+// of the loop leaves the cursor just after the item broken on (mid-commit
+// included: the next range, or a new subscription from the saved cursor,
+// starts with the following fact). Persist the cursor after handling the
+// item to get each fact exactly once across restarts.
+//
+// The iteration ends:
+//   - when the loop body breaks or returns;
+//   - without an error when a bound (WithUntil, WithEndAtHead) is reached;
+//   - after yielding a non-nil error: a permanent failure (see Retryable),
+//     or ctx's error once ctx is done.
+//
+// No goroutine outlives the iteration. Ranging again continues from the
+// cursor.
+func (s *Subscription) Items(ctx context.Context) iter.Seq2[Item, error] {
+	return func(yield func(Item, error) bool) {
+		if !s.running.CompareAndSwap(false, true) {
+			yield(Item{}, ErrConcurrentIteration)
+			return
+		}
+		defer s.running.Store(false)
+		s.run(ctx, yield)
+	}
+}
+
+// streamEnd is how one stream ended.
+type streamEnd uint8
+
+const (
+	endReconnect streamEnd = iota // stream ended (OK or error): reconnect unless the error is permanent
+	endStopped                    // the loop body stopped the iteration
+	endFinished                   // the bound was reached
+)
+
+type streamResult struct {
+	end      streamEnd
+	err      error
+	progress bool // the cursor moved to a new position during the stream
+}
+
+func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
+	b := s.c.opts.backoff.normalized()
+	log := s.c.opts.logger
+	attempt := 0
+	st := &iterState{}
+	for {
+		if ctx.Err() != nil {
+			yield(Item{}, ctx.Err())
+			return
+		}
+		start := time.Now()
+		r := s.stream(ctx, st, yield)
+		switch r.end {
+		case endStopped, endFinished:
+			return
+		}
+		if ctx.Err() != nil {
+			yield(Item{}, ctx.Err())
+			return
+		}
+		if r.err != nil && !Retryable(r.err) {
+			yield(Item{}, r.err)
+			return
+		}
+		if r.progress || time.Since(start) >= b.Reset {
+			attempt = 0
+		}
+		d := b.Delay(attempt)
+		attempt++
+		log.DebugContext(ctx, "ringcast: stream ended; reconnecting", "err", r.err, "delay", d, "attempt", attempt, "cursor", s.Cursor().String())
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			yield(Item{}, ctx.Err())
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// iterState is what one range over Items remembers across its streams.
+type iterState struct {
+	caughtUp bool // the last signal handed over was CaughtUp, with no fact or resync since
+}
+
+// request builds the next SubscribeEventsRequest from the cursor; done
+// reports that the bound is already reached.
+func (s *Subscription) request() (req *ringcastv1.SubscribeEventsRequest, done bool) {
+	cur := s.Cursor()
+	req = &ringcastv1.SubscribeEventsRequest{
+		SinceSeq:      cur.Seq,
+		InstanceEpoch: cur.Epoch,
+		SinceFact:     cur.Fact,
+		Topics:        s.cfg.topics,
+		Snapshot:      s.cfg.snapshot,
+		EndAtHead:     s.cfg.endAtHead,
+	}
+	if s.cfg.inline {
+		req.OnUnservable = ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE
+	}
+	if u := s.cfg.untilSeq; u > 0 {
+		switch {
+		case cur.Seq > u, cur.Seq == u && cur.Fact == 0, cur.Seq == u && u == 1:
+			return nil, true
+		case cur.Seq == u:
+			// Inside the bound's last commit: until_seq must exceed
+			// since_seq, so ask from the commit before and drop the
+			// consumed facts here (accept does).
+			req.SinceSeq, req.SinceFact = u-1, 0
+		}
+		req.UntilSeq = u
+	}
+	return req, false
+}
+
+// boundReached reports whether the cursor has covered the until bound.
+func (s *Subscription) boundReached(c Cursor) bool {
+	return s.cfg.untilSeq > 0 && c.Seq >= s.cfg.untilSeq && c.Fact == 0
+}
+
+// stream runs one SubscribeEvents stream until it ends.
+func (s *Subscription) stream(ctx context.Context, st *iterState, yield func(Item, error) bool) (r streamResult) {
+	req, done := s.request()
+	if done {
+		return streamResult{end: endFinished}
+	}
+	if s.onStream != nil {
+		s.onStream()
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := s.c.rpc.SubscribeEvents(sctx, connect.NewRequest(req))
+	if err != nil {
+		return streamResult{err: err}
+	}
+	defer func() {
+		cancel() // first: Close must not wait on a live body
+		_ = stream.Close()
+	}()
+	for stream.Receive() {
+		end, err := s.handle(stream.Msg(), st, &r, yield)
+		if end != endReconnect || err != nil {
+			if errors.Is(err, errResync) {
+				err = nil // an OK end: reconnect from the zero cursor
+			}
+			r.end, r.err = end, err
+			return r
+		}
+	}
+	r.err = stream.Err()
+	return r
+}
+
+// errResync marks a stream ended by ResyncRequired (reconnect from zero).
+var errResync = errors.New("resync")
+
+// handle applies one response. It returns endStopped or endFinished to end
+// the iteration, or endReconnect with a non-nil error to drop the stream.
+func (s *Subscription) handle(msg *ringcastv1.SubscribeEventsResponse, st *iterState, r *streamResult, yield func(Item, error) bool) (streamEnd, error) {
+	epoch, seq := msg.GetInstanceEpoch(), msg.GetSeq()
+	switch ev := msg.GetEvent().(type) {
+	case *ringcastv1.SubscribeEventsResponse_Commit:
+		from, ok, err := s.accept(epoch, seq)
+		if err != nil {
+			return endReconnect, err
+		}
+		if !ok {
+			return endReconnect, nil
+		}
+		facts := ev.Commit.GetFacts()
+		for len(facts) > 0 && facts[0].GetIndex() < from {
+			facts = facts[1:]
+		}
+		r.progress = true
+		if len(facts) == 0 {
+			s.setCursor(Cursor{Epoch: epoch, Seq: seq})
+		}
+		at := msg.GetEventTime().AsTime()
+		for i, f := range facts {
+			last := i == len(facts)-1
+			next := Cursor{Epoch: epoch, Seq: seq, Fact: f.GetIndex() + 1}
+			if last {
+				next.Fact = 0
+			}
+			s.setCursor(next)
+			st.caughtUp = false
+			item := Item{Kind: KindFact, Epoch: epoch, Seq: seq, Index: f.GetIndex(), Last: last, Time: at, Fact: f, Cursor: next}
+			if !yield(item, nil) {
+				return endStopped, nil
+			}
+		}
+		return s.afterPosition()
+	case *ringcastv1.SubscribeEventsResponse_Progress, *ringcastv1.SubscribeEventsResponse_ServerStatus:
+		_, ok, err := s.accept(epoch, seq)
+		if err != nil {
+			return endReconnect, err
+		}
+		if !ok {
+			return endReconnect, nil
+		}
+		r.progress = true
+		s.setCursor(Cursor{Epoch: epoch, Seq: seq})
+		return s.afterPosition()
+	case *ringcastv1.SubscribeEventsResponse_CaughtUp:
+		if !st.caughtUp {
+			st.caughtUp = true
+			item := Item{Kind: KindCaughtUp, Epoch: epoch, HeadSeq: ev.CaughtUp.GetHeadSeq(), Cursor: s.Cursor()}
+			if !yield(item, nil) {
+				return endStopped, nil
+			}
+		}
+		if s.cfg.endAtHead {
+			return endFinished, nil
+		}
+	case *ringcastv1.SubscribeEventsResponse_Gap:
+		g := ev.Gap
+		return s.resynced(epoch, st, yield, &Resync{Reason: g.GetReason(), RequestedSeq: g.GetRequestedSeq(), OldestSeq: g.GetOldestSeq(), HeadSeq: g.GetHeadSeq(), Inline: true}, nil)
+	case *ringcastv1.SubscribeEventsResponse_ResyncRequired:
+		rr := ev.ResyncRequired
+		return s.resynced(epoch, st, yield, &Resync{Reason: rr.GetReason(), RequestedSeq: rr.GetRequestedSeq(), OldestSeq: rr.GetOldestSeq(), HeadSeq: rr.GetHeadSeq()}, errResync)
+	}
+	// Heartbeats (and event kinds newer than this client) are ignored.
+	return endReconnect, nil
+}
+
+// resynced discards the cursor and hands over the KindResynced item. then is
+// returned as the error when the stream is to be dropped (ResyncRequired).
+func (s *Subscription) resynced(epoch uint64, st *iterState, yield func(Item, error) bool, rs *Resync, then error) (streamEnd, error) {
+	s.setCursor(Cursor{})
+	st.caughtUp = false
+	if !yield(Item{Kind: KindResynced, Epoch: epoch, HeadSeq: rs.HeadSeq, Resync: rs}, nil) {
+		return endStopped, nil
+	}
+	return endReconnect, then
+}
+
+// afterPosition ends the iteration once the until bound is covered.
+func (s *Subscription) afterPosition() (streamEnd, error) {
+	if s.boundReached(s.Cursor()) {
+		return endFinished, nil
+	}
+	return endReconnect, nil
+}
+
+// accept checks a positioned response against the cursor. ok is false for
+// a position already consumed; from is the first fact index not yet
+// consumed when the response is the commit the cursor stopped inside.
+func (s *Subscription) accept(epoch, seq uint64) (from uint32, ok bool, err error) {
+	cur := s.Cursor()
+	switch {
+	case seq == 0:
+		return 0, false, errors.New("ringcast: positioned response without a seq")
+	case cur.Seq == 0:
+		return 0, true, nil
+	case epoch != cur.Epoch:
+		return 0, false, fmt.Errorf("ringcast: stream switched from epoch %016x to %016x without a resync", cur.Epoch, epoch)
+	case seq < cur.Seq, seq == cur.Seq && cur.Fact == 0:
+		return 0, false, nil
+	case seq == cur.Seq:
+		return cur.Fact, true, nil
+	}
+	return 0, true, nil
+}
