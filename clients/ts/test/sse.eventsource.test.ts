@@ -1,0 +1,239 @@
+// The Server-Sent Events face (GET /events) against a real EventSource
+// implementation (the `eventsource` package) and the real server binary:
+// snapshot, caught-up and live; resumption by EventSource's own
+// Last-Event-ID after the server ends a stream (lease) with no gap and no
+// duplicate; and a named gap after a restart (new epoch).
+//
+// Run: node --import tsx --test clients/ts/test/sse.eventsource.test.ts
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { EventSource } from "eventsource";
+
+const repoRoot = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
+const waitMs = 15_000;
+
+let workDir = "";
+let binary = "";
+
+before(() => {
+  workDir = mkdtempSync(join(tmpdir(), "ringcast-sse-"));
+  binary = join(workDir, "ringcast");
+  execFileSync("go", ["build", "-o", binary, "./server/cmd/ringcast"], { cwd: repoRoot, stdio: "inherit" });
+});
+
+after(() => {
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+interface Server {
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+// startServer runs `ringcast serve` and resolves once it logged its URL.
+function startServer(args: string[]): Promise<Server> {
+  const proc = spawn(binary, ["serve", "--demo=false", "--log-level=info", ...args], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const exited = new Promise<void>((res) => proc.once("exit", () => res()));
+  return new Promise((res, rej) => {
+    let log = "";
+    const timer = setTimeout(() => rej(new Error(`server did not start:\n${log}`)), waitMs);
+    proc.stderr!.setEncoding("utf8");
+    proc.stderr!.on("data", (chunk: string) => {
+      log += chunk;
+      const m = /ringcast serving.* url=(\S+)/.exec(log);
+      if (m && m[1]) {
+        clearTimeout(timer);
+        res({
+          url: m[1],
+          proc,
+          stop: async () => {
+            if (proc.exitCode === null) proc.kill("SIGTERM");
+            await exited;
+          },
+        });
+      }
+    });
+    proc.once("exit", (code) => {
+      clearTimeout(timer);
+      rej(new Error(`server exited (${code}):\n${log}`));
+    });
+  });
+}
+
+// publish appends one commit through the Connect JSON protocol.
+async function publish(url: string, topic: string, n: number): Promise<bigint> {
+  const res = await fetch(`${url}/ringcast.v1.EventService/Publish`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ facts: [{ topic, type: "test.fact", key: topic, data: { n } }] }),
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+  const body = (await res.json()) as { seq: string };
+  return BigInt(body.seq);
+}
+
+interface Seen {
+  type: string;
+  id: string;
+  data: string;
+}
+
+// Recorder keeps every event an EventSource dispatches, in order, and lets
+// a test wait for a condition over them.
+class Recorder {
+  readonly seen: Seen[] = [];
+  opens = 0;
+  private waiters: Array<() => void> = [];
+
+  constructor(readonly es: EventSource) {
+    for (const type of ["commit", "status", "progress", "caught-up", "gap"]) {
+      es.addEventListener(type, (e: MessageEvent) => this.push({ type, id: e.lastEventId, data: String(e.data) }));
+    }
+    es.addEventListener("open", () => {
+      this.opens++;
+      this.poke();
+    });
+  }
+
+  private push(s: Seen): void {
+    this.seen.push(s);
+    this.poke();
+  }
+
+  private poke(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  async until(what: string, cond: () => boolean): Promise<void> {
+    const deadline = Date.now() + waitMs;
+    while (!cond()) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out waiting for ${what}; saw ${JSON.stringify(this.seen.map((s) => [s.type, s.id]))}`);
+      await new Promise<void>((res) => {
+        const t = setTimeout(res, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          res();
+        });
+      });
+    }
+  }
+
+  count(type: string): number {
+    return this.seen.filter((s) => s.type === type).length;
+  }
+
+  // positionedEvents are the events that carry an id of their own
+  // (MessageEvent.lastEventId of the others repeats the last id seen).
+  positionedEvents(): Seen[] {
+    return this.seen.filter((s) => positionedTypes.has(s.type));
+  }
+
+  // positioned returns the seqs of the positioned events, in order.
+  positioned(): bigint[] {
+    return this.positionedEvents().map((s) => seqOf(s.id));
+  }
+}
+
+const positionedTypes = new Set(["commit", "status", "progress"]);
+const idPattern = /^[0-9a-f]{16}-[1-9][0-9]*$/;
+
+function seqOf(id: string): bigint {
+  assert.match(id, idPattern);
+  return BigInt(id.slice(17));
+}
+
+test("snapshot, caught-up, live; lease ends resume by Last-Event-ID without gap or duplicate", async () => {
+  const srv = await startServer(["--addr", "127.0.0.1:0", "--lease", "1s"]);
+  const es = new EventSource(`${srv.url}/events`);
+  try {
+    const rec = new Recorder(es);
+    await rec.until("caught-up", () => rec.count("caught-up") >= 1);
+    const first = rec.seen[0];
+    assert.ok(first);
+    assert.equal(first.type, "status");
+    assert.equal(seqOf(first.id), 1n);
+
+    // Publish through at least two lease ends (each ~1s, then a 1–2s
+    // reconnect delay), so EventSource resumes by its own Last-Event-ID.
+    const published: bigint[] = [];
+    let n = 0;
+    while (rec.opens < 3) {
+      published.push(await publish(srv.url, "lease/t", n++));
+      await rec.until(`commit ${published.at(-1)}`, () => rec.positioned().includes(published.at(-1)!));
+      await new Promise((r) => setTimeout(r, 50));
+      assert.ok(n < 2000, "EventSource never reconnected");
+    }
+    published.push(await publish(srv.url, "lease/t", n++));
+    await rec.until("the last commit", () => rec.positioned().includes(published.at(-1)!));
+
+    assert.equal(rec.count("gap"), 0, "a lease end must resume, not gap");
+    const seqs = rec.positioned();
+    // Every seq once, in order, nothing missing: 1 (status), then commits.
+    const want = Array.from({ length: seqs.length }, (_, i) => BigInt(i + 1));
+    assert.deepEqual(seqs, want);
+    for (const p of published) assert.ok(seqs.includes(p), `published seq ${p} not received`);
+    // Each reconnect resumes (caught-up again) without a new snapshot.
+    assert.ok(rec.count("caught-up") >= 3, `caught-up ${rec.count("caught-up")} times`);
+    assert.equal(rec.count("status"), 1, "resumes must not replay the snapshot");
+  } finally {
+    es.close();
+    await srv.stop();
+  }
+});
+
+test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then live", async () => {
+  const a = await startServer(["--addr", "127.0.0.1:0"]);
+  const port = new URL(a.url).port;
+  const es = new EventSource(`${a.url}/events`);
+  let b: Server | undefined;
+  try {
+    const rec = new Recorder(es);
+    await rec.until("caught-up", () => rec.count("caught-up") >= 1);
+    await publish(a.url, "restart/t", 1);
+    await rec.until("commit 2", () => rec.positioned().includes(2n));
+    await a.stop(); // drains: ServerStatus(DRAINING), the stream ends, EventSource retries
+
+    b = await startServer(["--addr", `127.0.0.1:${port}`]);
+    await rec.until("gap", () => rec.count("gap") >= 1);
+    const gapAt = rec.seen.findIndex((s) => s.type === "gap");
+    const before = rec.seen.slice(0, gapAt).filter((s) => positionedTypes.has(s.type));
+    const staleId = before.at(-1)!.id; // the draining status of the old instance
+    assert.equal(before.at(-1)!.type, "status");
+    assert.match(before.at(-1)!.data, /SERVER_STATE_DRAINING/);
+    const gap = JSON.parse(rec.seen[gapAt]!.data) as {
+      reason: string;
+      requested_id: string;
+      oldest_id: string;
+      oldest_seq: number;
+    };
+    assert.equal(gap.reason, "epoch_mismatch");
+    assert.equal(gap.requested_id, staleId);
+    assert.match(gap.oldest_id, idPattern);
+    assert.notEqual(gap.oldest_id.slice(0, 16), staleId.slice(0, 16), "the oldest id names the new epoch");
+
+    await rec.until("caught-up after the gap", () => rec.seen.slice(gapAt).some((s) => s.type === "caught-up"));
+    const afterGap = rec.seen.slice(gapAt + 1);
+    const snapshotFirst = afterGap[0];
+    assert.ok(snapshotFirst);
+    assert.equal(snapshotFirst.id, gap.oldest_id, "the snapshot starts at the oldest id the gap names");
+    assert.equal(snapshotFirst.type, "status");
+
+    const live = await publish(b.url, "restart/t", 2);
+    await rec.until("the live commit", () =>
+      rec.seen.slice(gapAt).some((s) => s.type === "commit" && s.id.startsWith(gap.oldest_id.slice(0, 16)) && seqOf(s.id) === live),
+    );
+  } finally {
+    es.close();
+    await a.stop();
+    await b?.stop();
+  }
+});
