@@ -89,12 +89,17 @@ func frame(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
 	}
 	b.Write(ts)
 	if payload != nil {
-		body, err := jsonOpts.Marshal(payload)
+		raw, err := jsonOpts.Marshal(payload)
 		if err != nil {
 			return nil, err
 		}
-		// body is one line "{...}"; splice its fields after ours.
-		body = bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(body), []byte("{")))
+		// protojson output varies its spacing on purpose; compact it so
+		// the frame is stable, then splice its fields after ours.
+		var c bytes.Buffer
+		if err := json.Compact(&c, raw); err != nil {
+			return nil, err
+		}
+		body := bytes.TrimPrefix(c.Bytes(), []byte("{"))
 		if len(body) > 0 && body[0] != '}' {
 			b.WriteByte(',')
 		}
