@@ -319,7 +319,7 @@ func (s *Subscription) stream(ctx context.Context, st *iterState, yield func(Ite
 		_ = stream.Close()
 	}()
 	for stream.Receive() {
-		end, err := s.handle(stream.Msg(), st, &r, yield)
+		end, err := s.handle(ctx, stream.Msg(), st, &r, yield)
 		if end != endReconnect || err != nil {
 			if errors.Is(err, errResync) {
 				err = nil // an OK end: reconnect from the zero cursor
@@ -337,7 +337,9 @@ var errResync = errors.New("resync")
 
 // handle applies one response. It returns endStopped or endFinished to end
 // the iteration, or endReconnect with a non-nil error to drop the stream.
-func (s *Subscription) handle(msg *ringcastv1.SubscribeEventsResponse, st *iterState, r *streamResult, yield func(Item, error) bool) (streamEnd, error) {
+// Once ctx is done it hands nothing more over (and moves no cursor), even
+// when more of a commit is already buffered.
+func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEventsResponse, st *iterState, r *streamResult, yield func(Item, error) bool) (streamEnd, error) {
 	epoch, seq := msg.GetInstanceEpoch(), msg.GetSeq()
 	switch ev := msg.GetEvent().(type) {
 	case *ringcastv1.SubscribeEventsResponse_Commit:
@@ -358,6 +360,9 @@ func (s *Subscription) handle(msg *ringcastv1.SubscribeEventsResponse, st *iterS
 		}
 		at := msg.GetEventTime().AsTime()
 		for i, f := range facts {
+			if err := ctx.Err(); err != nil {
+				return endReconnect, err
+			}
 			last := i == len(facts)-1
 			next := Cursor{Epoch: epoch, Seq: seq, Fact: f.GetIndex() + 1}
 			if last {
@@ -383,6 +388,9 @@ func (s *Subscription) handle(msg *ringcastv1.SubscribeEventsResponse, st *iterS
 		s.setCursor(Cursor{Epoch: epoch, Seq: seq})
 		return s.afterPosition()
 	case *ringcastv1.SubscribeEventsResponse_CaughtUp:
+		if err := ctx.Err(); err != nil {
+			return endReconnect, err
+		}
 		if !st.caughtUp {
 			st.caughtUp = true
 			item := Item{Kind: KindCaughtUp, Epoch: epoch, HeadSeq: ev.CaughtUp.GetHeadSeq(), Cursor: s.Cursor()}
@@ -394,9 +402,15 @@ func (s *Subscription) handle(msg *ringcastv1.SubscribeEventsResponse, st *iterS
 			return endFinished, nil
 		}
 	case *ringcastv1.SubscribeEventsResponse_Gap:
+		if err := ctx.Err(); err != nil {
+			return endReconnect, err
+		}
 		g := ev.Gap
 		return s.resynced(epoch, st, yield, &Resync{Reason: g.GetReason(), RequestedSeq: g.GetRequestedSeq(), OldestSeq: g.GetOldestSeq(), HeadSeq: g.GetHeadSeq(), Inline: true}, nil)
 	case *ringcastv1.SubscribeEventsResponse_ResyncRequired:
+		if err := ctx.Err(); err != nil {
+			return endReconnect, err
+		}
 		rr := ev.ResyncRequired
 		return s.resynced(epoch, st, yield, &Resync{Reason: rr.GetReason(), RequestedSeq: rr.GetRequestedSeq(), OldestSeq: rr.GetOldestSeq(), HeadSeq: rr.GetHeadSeq()}, errResync)
 	}

@@ -2,10 +2,190 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	ringcast "github.com/ringcast/ringcast/clients/go"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
+const tailSynopsis = `tail [flags]
+
+Subscribes and prints one JSON object per line: one per fact, and one per
+lifecycle signal. Fact lines:
+  {"seq":12,"index":0,"last":true,"topic":"…","type":"…","key":"…","data":{…},"time":"…"}
+(binary payloads as "binary_data" in base64 with "content_type"). Signal
+lines carry "signal" and never "topic" or "type":
+  {"signal":"caught_up","head_seq":12}
+  {"signal":"resynced","reason":"epoch_mismatch","requested_seq":40,"oldest_seq":1,"head_seq":3,"inline":false}
+seq values are JSON numbers (exact up to 2^53); epochs never appear as
+numbers. With --cursor-file the cursor is saved after every line, so a
+later run continues with the next fact; SIGINT/SIGTERM stops between two
+lines and exits 0.`
+
 func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("tail: not built yet")
+	var cf clientFlags
+	fs := newFlagSet("tail", tailSynopsis, stderr)
+	cf.register(fs)
+	cursorFile := fs.String("cursor-file", "", "load the cursor from this file at start and save it after every line (missing file: start from a snapshot)")
+	count := fs.Int("count", 0, "stop after this many facts (0: no limit); the cursor is saved")
+	var topics stringList
+	fs.Var(&topics, "topic", "topic filter (repeatable or comma-separated); a prefix matches at a / boundary")
+	snapshot := fs.String("snapshot", "retained", "what a fresh subscription receives first: retained or latest_per_key")
+	until := fs.Uint64("until", 0, "end after position SEQ (0: no bound)")
+	endAtHead := fs.Bool("end-at-head", false, "replay what is there, then end instead of tailing")
+	inline := fs.Bool("snapshot-inline", false, "ask for an unservable cursor's snapshot on the same stream (Gap) instead of a resync round trip")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ringcast tail: unexpected arguments %q\n", fs.Args())
+		return errUsage
+	}
+	if *count < 0 {
+		return errors.New("--count must not be negative")
+	}
+	var snap ringcastv1.Snapshot
+	switch strings.ToLower(strings.ReplaceAll(*snapshot, "-", "_")) {
+	case "retained", "":
+		snap = ringcastv1.Snapshot_SNAPSHOT_RETAINED
+	case "latest_per_key":
+		snap = ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY
+	default:
+		return fmt.Errorf("--snapshot %q: want retained or latest_per_key", *snapshot)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	defer c.CloseIdleConnections()
+
+	var cur ringcast.Cursor
+	if *cursorFile != "" {
+		if cur, err = ringcast.LoadCursor(*cursorFile); err != nil {
+			return err
+		}
+	}
+	opts := []ringcast.SubscribeOption{ringcast.WithCursor(cur), ringcast.WithSnapshot(snap), ringcast.WithTopics(topics...)}
+	if *until > 0 {
+		opts = append(opts, ringcast.WithUntil(*until))
+	}
+	if *endAtHead {
+		opts = append(opts, ringcast.WithEndAtHead())
+	}
+	if *inline {
+		opts = append(opts, ringcast.WithSnapshotInline())
+	}
+	sub := c.Subscribe(opts...)
+	save := func(c ringcast.Cursor) error {
+		if *cursorFile == "" {
+			return nil
+		}
+		return ringcast.SaveCursor(*cursorFile, c)
+	}
+
+	facts := 0
+	for it, err := range sub.Items(ctx) {
+		if err != nil {
+			if ctx.Err() != nil {
+				break // SIGINT/SIGTERM: stop between two lines
+			}
+			_ = save(sub.Cursor())
+			return err
+		}
+		line, err := tailLine(it)
+		if err != nil {
+			return err
+		}
+		if _, err := stdout.Write(line); err != nil {
+			return err
+		}
+		if err := save(it.Cursor); err != nil {
+			return err
+		}
+		if it.Kind == ringcast.KindFact {
+			facts++
+			if *count > 0 && facts >= *count {
+				break
+			}
+		}
+	}
+	// The subscription's cursor also covers Progress received after the
+	// last line (filtered commits), so the next run need not re-cover them.
+	return save(sub.Cursor())
+}
+
+// factLine is one fact on stdout. Field order is the output's.
+type factLine struct {
+	Seq         uint64          `json:"seq"`
+	Index       uint32          `json:"index"`
+	Last        bool            `json:"last"`
+	Topic       string          `json:"topic"`
+	Type        string          `json:"type"`
+	Key         string          `json:"key"`
+	Data        json.RawMessage `json:"data,omitempty"`
+	BinaryData  *string         `json:"binary_data,omitempty"`
+	ContentType string          `json:"content_type,omitempty"`
+	Time        string          `json:"time,omitempty"`
+}
+
+// signalLine is one lifecycle signal on stdout: it has no topic or type.
+type signalLine struct {
+	Signal       string  `json:"signal"`
+	Reason       string  `json:"reason,omitempty"`
+	RequestedSeq *uint64 `json:"requested_seq,omitempty"`
+	OldestSeq    *uint64 `json:"oldest_seq,omitempty"`
+	HeadSeq      uint64  `json:"head_seq"`
+	Inline       *bool   `json:"inline,omitempty"`
+}
+
+// tailLine renders an item as one JSON line (with its newline).
+func tailLine(it ringcast.Item) ([]byte, error) {
+	var v any
+	switch it.Kind {
+	case ringcast.KindFact:
+		f := it.Fact
+		l := factLine{Seq: it.Seq, Index: it.Index, Last: it.Last, Topic: f.GetTopic(), Type: f.GetType(), Key: f.GetKey()}
+		if !it.Time.IsZero() {
+			l.Time = it.Time.UTC().Format(time.RFC3339Nano)
+		}
+		switch p := f.GetPayload().(type) {
+		case *ringcastv1.Fact_Data:
+			b, err := protojson.Marshal(p.Data)
+			if err != nil {
+				return nil, fmt.Errorf("fact %d/%d: %w", it.Seq, it.Index, err)
+			}
+			l.Data = b
+		case *ringcastv1.Fact_BinaryData:
+			s := base64.StdEncoding.EncodeToString(p.BinaryData)
+			l.BinaryData, l.ContentType = &s, f.GetContentType()
+		}
+		v = l
+	case ringcast.KindCaughtUp:
+		v = signalLine{Signal: "caught_up", HeadSeq: it.HeadSeq}
+	case ringcast.KindResynced:
+		r := it.Resync
+		v = signalLine{
+			Signal:       "resynced",
+			Reason:       strings.ToLower(strings.TrimPrefix(r.Reason.String(), "REASON_")),
+			RequestedSeq: &r.RequestedSeq,
+			OldestSeq:    &r.OldestSeq,
+			HeadSeq:      r.HeadSeq,
+			Inline:       &r.Inline,
+		}
+	default:
+		return nil, fmt.Errorf("unexpected item kind %v", it.Kind)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }

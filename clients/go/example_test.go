@@ -1,0 +1,82 @@
+package ringcast_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	ringcast "github.com/ringcast/ringcast/clients/go"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/app"
+)
+
+// startExampleServer runs an empty ringcast server on loopback and returns
+// its URL and a stop function.
+func startExampleServer() (url string, stop func()) {
+	cfg := app.Defaults()
+	cfg.Demo = false
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	srv, err := app.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	return "http://" + ln.Addr().String(), func() { cancel(); <-done }
+}
+
+func gauge(id string, level float64) *ringcastv1.Fact {
+	data, _ := structpb.NewStruct(map[string]any{"level_m": level})
+	return &ringcastv1.Fact{Topic: "gauges/ribble/" + id, Type: "gauge.level", Key: id, Payload: &ringcastv1.Fact_Data{Data: data}}
+}
+
+// A consumer reads what the server holds, then stops at the head. Without
+// WithEndAtHead it would keep tailing, reconnecting on its own; persisting
+// Item.Cursor (or Subscription.Cursor) lets a later run continue exactly
+// after the last fact handled.
+func ExampleSubscription_Items() {
+	url, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c := ringcast.NewClient(url)
+	defer c.CloseIdleConnections()
+
+	// Two commits: seq 2 (two facts) and seq 3. Seq 1 is the server's
+	// bind-time status, which moves the cursor but is not a fact.
+	if _, err := c.Publish(ctx, []*ringcastv1.Fact{gauge("g-014", 1.2), gauge("g-015", 0.8)}, ""); err != nil {
+		panic(err)
+	}
+	if _, err := c.Publish(ctx, []*ringcastv1.Fact{gauge("g-014", 1.3)}, ""); err != nil {
+		panic(err)
+	}
+
+	sub := c.Subscribe(ringcast.WithTopics("gauges/ribble"), ringcast.WithEndAtHead())
+	for it, err := range sub.Items(ctx) {
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		switch it.Kind {
+		case ringcast.KindFact:
+			fmt.Printf("seq=%d index=%d last=%v %s level=%v\n", it.Seq, it.Index, it.Last, it.Fact.GetKey(), it.Fact.GetData().AsMap()["level_m"])
+		case ringcast.KindCaughtUp:
+			fmt.Printf("caught up at %d\n", it.HeadSeq)
+		case ringcast.KindResynced:
+			fmt.Printf("resynced: %v\n", it.Resync.Reason)
+		}
+	}
+	cur := sub.Cursor()
+	fmt.Printf("cursor at seq %d, fact %d\n", cur.Seq, cur.Fact)
+	// Output:
+	// seq=2 index=0 last=false g-014 level=1.2
+	// seq=2 index=1 last=true g-015 level=0.8
+	// seq=3 index=0 last=true g-014 level=1.3
+	// caught up at 3
+	// cursor at seq 3, fact 0
+}
