@@ -1,6 +1,7 @@
 package sse_test
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -276,6 +277,16 @@ func TestLappedReaderEnds(t *testing.T) {
 	comments := s.expectEnd()
 	if len(comments) == 0 || !strings.Contains(comments[len(comments)-1], "subscriber_lagging") {
 		t.Errorf("comments before the end = %q; want a resync subscriber_lagging note", comments)
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	if !strings.Contains(string(body), "\nringcast_lagging_cutoffs_total{face=\"sse\"} 1\n") {
+		t.Error("the cut-off is not counted in ringcast_lagging_cutoffs_total{face=\"sse\"}")
 	}
 }
 
