@@ -1,0 +1,51 @@
+/**
+ * @ringcast/client: subscribe to a ringcast server from browsers and Node,
+ * over any Connect transport, without losing or repeating a fact across
+ * disconnects, restarts, lease ends and lag.
+ *
+ * ```ts
+ * import { createGrpcWebTransport } from "@connectrpc/connect-web";
+ * import { subscribe } from "@ringcast/client";
+ *
+ * const sub = subscribe(createGrpcWebTransport({ baseUrl: "http://127.0.0.1:8080" }), {
+ *   cursor: localStorage.getItem("cursor") ?? undefined,
+ * });
+ * for await (const item of sub) {
+ *   if (item.kind === "fact") apply(item);
+ *   localStorage.setItem("cursor", sub.cursorString());
+ * }
+ * ```
+ *
+ * @module
+ */
+export { subscribe, Subscription, PERMANENT_CODES } from "./subscribe.js";
+export type { SubscribeOptions, ConnectionEvent } from "./subscribe.js";
+export type { StreamItem, FactItem, CaughtUpSignal, ResyncedSignal } from "./items.js";
+export { reasonName } from "./items.js";
+export {
+  CURSOR_FORMAT_VERSION,
+  CursorError,
+  ZERO_CURSOR,
+  checkCursor,
+  formatCursor,
+  formatEpoch,
+  parseCursor,
+} from "./cursor.js";
+export type { Cursor } from "./cursor.js";
+export { DEFAULT_BACKOFF, backoffDelay, resolveBackoff } from "./backoff.js";
+export type { BackoffOptions } from "./backoff.js";
+export {
+  EventService,
+  OnUnservable,
+  Reason,
+  ServerState,
+  Snapshot,
+} from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+export type {
+  Fact,
+  PublishRequest,
+  PublishResponse,
+  ServerStatus,
+  SubscribeEventsRequest,
+  SubscribeEventsResponse,
+} from "../../../gen/ts/ringcast/v1/ringcast_pb.js";

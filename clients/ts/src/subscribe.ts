@@ -1,0 +1,386 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+
+import {
+  EventService,
+  OnUnservable,
+  Snapshot,
+  SubscribeEventsRequestSchema,
+  type Commit,
+  type Gap,
+  type ResyncRequired,
+  type SubscribeEventsRequest,
+  type SubscribeEventsResponse,
+} from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+import { backoffDelay, resolveBackoff, sleep, type BackoffOptions } from "./backoff.js";
+import { checkCursor, formatCursor, parseCursor, ZERO_CURSOR, type Cursor } from "./cursor.js";
+import { reasonName, type FactItem, type ResyncedSignal, type StreamItem } from "./items.js";
+
+/** Options of {@link subscribe}. */
+export interface SubscribeOptions {
+  /** Where to resume: a cursor or its string form. Default: nothing consumed (snapshot first). */
+  cursor?: Cursor | string;
+  /** Topic filter: a fact matches an entry equal to its topic or a prefix ending at "/". Empty = all. */
+  topics?: readonly string[];
+  /** What a subscribe from nothing (or an inline resync) delivers first. Default "retained". */
+  snapshot?: "retained" | "latest_per_key" | Snapshot;
+  /**
+   * What an unservable cursor produces: "resync_terminal" (default; the
+   * client resubscribes from 0) or "snapshot_inline" (the server sends the
+   * snapshot on the same stream, saving a round trip). Either way the
+   * application sees one "resynced" signal before the snapshot.
+   */
+  onUnservable?: "resync_terminal" | "snapshot_inline" | OnUnservable;
+  /** Bounded read: end the iteration once position untilSeq is consumed. */
+  untilSeq?: bigint;
+  /** Bounded read: end the iteration after the "caught_up" signal. */
+  endAtHead?: boolean;
+  /** Aborting ends the iteration promptly: the pending next() rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Headers sent with every subscribe (e.g. Authorization). */
+  headers?: HeadersInit;
+  /** Reconnect backoff (see BackoffOptions). */
+  backoff?: BackoffOptions;
+  /**
+   * A stream that delivers nothing (not even a heartbeat) for this long is
+   * considered dead and reconnected. Default: three heartbeat intervals as
+   * the server announces them (45 s until it does).
+   */
+  idleTimeoutMs?: number;
+  /** Called on connection lifecycle changes (for status displays and logs). */
+  onConnection?: (event: ConnectionEvent) => void;
+}
+
+/** Connection lifecycle, reported through SubscribeOptions.onConnection. */
+export type ConnectionEvent =
+  /** A subscribe is being sent with this cursor. */
+  | { readonly state: "connecting"; readonly attempt: number; readonly cursor: Cursor }
+  /** The stream's first response arrived. */
+  | { readonly state: "open"; readonly epoch: bigint }
+  /** The stream ended (OK, on error, or to resync); the client reconnects after delayMs. */
+  | { readonly state: "reconnecting"; readonly attempt: number; readonly delayMs: number; readonly error?: ConnectError; readonly resync: boolean };
+
+/**
+ * Codes that no reconnect can fix: surfaced to the caller (next() rejects
+ * with the ConnectError). Every other code, network errors and streams that
+ * end with OK status are retried with the cursor.
+ */
+export const PERMANENT_CODES: ReadonlySet<Code> = new Set([
+  Code.Unauthenticated,
+  Code.PermissionDenied,
+  Code.InvalidArgument,
+  Code.Unimplemented,
+]);
+
+const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
+
+/**
+ * subscribe opens a resumable subscription over any Connect transport
+ * (connect-web's createGrpcWebTransport / createConnectTransport, or
+ * connect-node's gRPC, gRPC-Web and Connect transports). Nothing is sent
+ * until iteration starts. See {@link Subscription}.
+ */
+export function subscribe(transport: Transport, options: SubscribeOptions = {}): Subscription {
+  return new Subscription(transport, options);
+}
+
+/**
+ * Subscription is an async iterable of facts and lifecycle signals that
+ * survives disconnects, server restarts, lease ends and lag.
+ *
+ * Consumption: an item is CONSUMED the moment the iterator hands it to the
+ * application (the promise returned by next() resolves with it). The cursor
+ * then already covers it, so a `for await` body that processes an item and
+ * then reads `subscription.cursor` gets a cursor to persist alongside the
+ * item's effects. Leaving the loop (`break`, `return`, a throw in the body)
+ * keeps the cursor at the item after the last one delivered, even in the
+ * middle of a commit: resuming from it delivers the rest of that commit and
+ * nothing twice.
+ *
+ * Progress and heartbeats move the cursor (or keep the stream alive) but are
+ * never yielded. A Subscription can be iterated once.
+ */
+export class Subscription implements AsyncIterable<StreamItem> {
+  readonly #client;
+  readonly #opts: SubscribeOptions;
+  #cursor: Cursor;
+  #started = false;
+  #idleTimeoutMs: number;
+
+  constructor(transport: Transport, options: SubscribeOptions = {}) {
+    this.#client = createClient(EventService, transport);
+    this.#opts = options;
+    const c = options.cursor;
+    this.#cursor = c === undefined ? ZERO_CURSOR : typeof c === "string" ? parseCursor(c) : Object.freeze({ ...checkCursor(c) });
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    resolveBackoff(options.backoff); // validate early
+  }
+
+  /** The position of what the application has consumed, current at any moment. */
+  get cursor(): Cursor {
+    return this.#cursor;
+  }
+
+  /** The cursor's string form (see formatCursor). */
+  cursorString(): string {
+    return formatCursor(this.#cursor);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<StreamItem> {
+    if (this.#started) {
+      throw new Error("ringcast: a Subscription can be iterated only once");
+    }
+    this.#started = true;
+    return this.#run();
+  }
+
+  async *#run(): AsyncGenerator<StreamItem, void, undefined> {
+    const o = this.#opts;
+    const userSignal = o.signal;
+    const backoff = resolveBackoff(o.backoff);
+    let attempt = 0;
+    for (;;) {
+      userSignal?.throwIfAborted();
+      if (this.#boundReached()) {
+        return;
+      }
+      const call = new AbortController();
+      const onAbort = () => call.abort(userSignal?.reason);
+      userSignal?.addEventListener("abort", onAbort, { once: true });
+      const idle = new Watchdog(() => call.abort(new ConnectError("no message within the idle timeout", Code.Unavailable)));
+      const st: AttemptState = { healthy: false, resync: false, ended: false, opened: false };
+      let yielding = false;
+      let error: ConnectError | undefined;
+      try {
+        o.onConnection?.({ state: "connecting", attempt, cursor: this.#cursor });
+        const stream = this.#client.subscribeEvents(this.#request(), { signal: call.signal, headers: o.headers });
+        idle.arm(this.#idleTimeoutMs);
+        for await (const res of stream) {
+          idle.disarm();
+          if (!st.opened) {
+            st.opened = true;
+            o.onConnection?.({ state: "open", epoch: res.instanceEpoch });
+          }
+          for (const item of this.#handle(res, st)) {
+            yielding = true;
+            yield item;
+            yielding = false;
+          }
+          if (st.ended) {
+            return;
+          }
+          idle.arm(this.#idleTimeoutMs);
+        }
+      } catch (e) {
+        if (yielding) {
+          throw e; // iterator.throw() from the application
+        }
+        if (userSignal?.aborted) {
+          throw userSignal.reason;
+        }
+        error = ConnectError.from(e);
+        if (PERMANENT_CODES.has(error.code)) {
+          throw error;
+        }
+      } finally {
+        idle.disarm();
+        userSignal?.removeEventListener("abort", onAbort);
+        call.abort();
+      }
+      if (this.#boundReached()) {
+        return;
+      }
+      if (st.healthy) {
+        attempt = 0;
+      }
+      const delayMs = backoffDelay(backoff, attempt);
+      o.onConnection?.({ state: "reconnecting", attempt, delayMs, error, resync: st.resync });
+      attempt++;
+      await sleep(delayMs, userSignal);
+    }
+  }
+
+  /** #handle applies one response to the cursor and returns the items to yield. */
+  *#handle(res: SubscribeEventsResponse, st: AttemptState): Generator<StreamItem, void, undefined> {
+    const ev = res.event;
+    switch (ev.case) {
+      case "commit":
+        st.healthy = true;
+        yield* this.#commit(res, ev.value, st);
+        return;
+      case "progress":
+      case "serverStatus":
+        st.healthy = true;
+        if (this.#beyondBound(res.seq)) {
+          st.ended = true;
+          return;
+        }
+        if (res.seq > this.#cursor.seq || res.instanceEpoch !== this.#cursor.epoch) {
+          this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq: res.seq, fact: 0 });
+        }
+        if (ev.case === "serverStatus" && this.#opts.idleTimeoutMs === undefined) {
+          const hb = ev.value.limits?.heartbeatInterval;
+          if (hb !== undefined) {
+            const ms = Number(hb.seconds) * 1000 + hb.nanos / 1e6;
+            if (ms > 0) {
+              this.#idleTimeoutMs = 3 * ms + 1000;
+            }
+          }
+        }
+        return;
+      case "caughtUp":
+        st.healthy = true;
+        yield Object.freeze({ kind: "caught_up", epoch: res.instanceEpoch, headSeq: ev.value.headSeq });
+        if (this.#opts.endAtHead) {
+          st.ended = true;
+        }
+        return;
+      case "gap":
+      case "resyncRequired":
+        st.healthy = true;
+        st.resync = ev.case === "resyncRequired";
+        yield this.#resynced(res, ev.value, ev.case === "gap");
+        return;
+      case "heartbeat":
+      case undefined:
+        return;
+    }
+  }
+
+  *#commit(res: SubscribeEventsResponse, c: Commit, st: AttemptState): Generator<FactItem, void, undefined> {
+    const seq = res.seq;
+    if (this.#beyondBound(seq)) {
+      st.ended = true;
+      return;
+    }
+    const cur = this.#cursor;
+    // What this cursor already covers (defensive: the server never resends it).
+    const sameEpoch = cur.epoch === res.instanceEpoch;
+    if (sameEpoch && (seq < cur.seq || (seq === cur.seq && cur.fact === 0 && seq > 0n))) {
+      return;
+    }
+    const from = sameEpoch && seq === cur.seq ? cur.fact : 0;
+    const facts = c.facts.filter((f) => f.index >= from);
+    const eventTime = res.eventTime ? timestampDate(res.eventTime) : undefined;
+    for (let i = 0; i < facts.length; i++) {
+      const f = facts[i]!;
+      const last = i === facts.length - 1;
+      const item: FactItem = {
+        kind: "fact",
+        epoch: res.instanceEpoch,
+        seq,
+        index: f.index,
+        last,
+        factCount: c.factCount,
+        topic: f.topic,
+        type: f.type,
+        key: f.key,
+        contentType: f.contentType,
+        ...(f.payload.case === "data" ? { data: f.payload.value } : {}),
+        ...(f.payload.case === "binaryData" ? { binaryData: f.payload.value } : {}),
+        ...(eventTime ? { eventTime } : {}),
+      };
+      // Consumed as it is handed over: the cursor moves first.
+      this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq, fact: last ? 0 : f.index + 1 });
+      yield Object.freeze(item);
+    }
+  }
+
+  #resynced(res: SubscribeEventsResponse, r: Gap | ResyncRequired, inline: boolean): ResyncedSignal {
+    const previousEpoch = this.#cursor.epoch;
+    // Discard the cursor: what follows is a snapshot of this instance.
+    this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq: 0n, fact: 0 });
+    return Object.freeze({
+      kind: "resynced",
+      reason: r.reason,
+      reasonName: reasonName(r.reason),
+      requestedSeq: r.requestedSeq,
+      oldestSeq: r.oldestSeq,
+      headSeq: r.headSeq,
+      epoch: res.instanceEpoch,
+      previousEpoch,
+      inline,
+    });
+  }
+
+  #request(): SubscribeEventsRequest {
+    const o = this.#opts;
+    const c = this.#cursor;
+    let untilSeq = o.untilSeq ?? 0n;
+    if (untilSeq > 0n && untilSeq <= c.seq) {
+      // Stopped inside commit untilSeq: ask one further, stop client-side.
+      untilSeq = c.seq + 1n;
+    }
+    return create(SubscribeEventsRequestSchema, {
+      sinceSeq: c.seq,
+      instanceEpoch: c.epoch,
+      sinceFact: c.fact,
+      topics: [...(o.topics ?? [])],
+      snapshot: snapshotOf(o.snapshot),
+      onUnservable: onUnservableOf(o.onUnservable),
+      untilSeq,
+      endAtHead: o.endAtHead ?? false,
+    });
+  }
+
+  #boundReached(): boolean {
+    const u = this.#opts.untilSeq;
+    return u !== undefined && u > 0n && this.#cursor.seq >= u && this.#cursor.fact === 0;
+  }
+
+  #beyondBound(seq: bigint): boolean {
+    const u = this.#opts.untilSeq;
+    return u !== undefined && u > 0n && seq > u;
+  }
+}
+
+interface AttemptState {
+  /** The stream delivered a position, CaughtUp or a resync: backoff resets. */
+  healthy: boolean;
+  /** The stream ended with ResyncRequired. */
+  resync: boolean;
+  /** A bound was reached: the iteration ends. */
+  ended: boolean;
+  opened: boolean;
+}
+
+/** Watchdog calls fire when armed for longer than ms without a disarm. */
+class Watchdog {
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  constructor(private readonly fire: () => void) {}
+  arm(ms: number): void {
+    this.disarm();
+    this.#timer = setTimeout(this.fire, ms);
+  }
+  disarm(): void {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+}
+
+function snapshotOf(s: SubscribeOptions["snapshot"]): Snapshot {
+  switch (s) {
+    case undefined:
+    case "retained":
+      return Snapshot.RETAINED;
+    case "latest_per_key":
+      return Snapshot.LATEST_PER_KEY;
+    default:
+      return s;
+  }
+}
+
+function onUnservableOf(s: SubscribeOptions["onUnservable"]): OnUnservable {
+  switch (s) {
+    case undefined:
+    case "resync_terminal":
+      return OnUnservable.RESYNC_TERMINAL;
+    case "snapshot_inline":
+      return OnUnservable.SNAPSHOT_INLINE;
+    default:
+      return s;
+  }
+}

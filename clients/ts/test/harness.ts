@@ -1,0 +1,137 @@
+// Test harness: a real ringcast server process on loopback, and a client
+// transport per protocol.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, renameSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { create } from "@bufbuild/protobuf";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { createClient, type Transport } from "@connectrpc/connect";
+import {
+  Http2SessionManager,
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+} from "@connectrpc/connect-node";
+
+import { EventService, FactSchema } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+
+/**
+ * serverBinary builds server/cmd/ringcast once per test run (test files of
+ * one `node --test` run share the runner as parent process) into a temp dir.
+ */
+export function serverBinary(): string {
+  const fromEnv = process.env["RINGCAST_BIN"];
+  if (fromEnv) {
+    return fromEnv;
+  }
+  const dir = join(tmpdir(), `ringcast-ts-test-${process.ppid}`);
+  const bin = join(dir, "ringcast");
+  if (!existsSync(bin)) {
+    mkdirSync(dir, { recursive: true });
+    const tmp = `${bin}.${process.pid}.tmp`;
+    execFileSync("go", ["build", "-o", tmp, "./server/cmd/ringcast"], { cwd: repoRoot, stdio: ["ignore", "inherit", "inherit"] });
+    renameSync(tmp, bin);
+  }
+  return bin;
+}
+
+export interface Server {
+  readonly url: string;
+  readonly port: number;
+  readonly epoch: bigint;
+  /** SIGTERM and wait for a graceful exit. */
+  stop(): Promise<void>;
+  /** stop, then start again on the same port (a new epoch). */
+  restart(): Promise<Server>;
+}
+
+/** startServer runs `ringcast serve --addr 127.0.0.1:<port>` with extra flags. */
+export async function startServer(flags: string[] = [], port = 0): Promise<Server> {
+  const bin = serverBinary();
+  const child = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, ...flags], { stdio: ["ignore", "ignore", "pipe"] });
+  const exited = new Promise<void>((res) => child.once("exit", () => res()));
+  const line = await firstLine(child, /url=(\S+).*?epoch=([0-9a-f]{16})|epoch=([0-9a-f]{16}).*?url=(\S+)/);
+  const url = (line[1] ?? line[4])!.replace(/^"|"$/g, "");
+  const epoch = BigInt("0x" + (line[2] ?? line[3])!);
+  const boundPort = Number(new URL(url).port);
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+    }
+    await exited;
+  };
+  return {
+    url,
+    port: boundPort,
+    epoch,
+    stop,
+    async restart() {
+      await stop();
+      return startServer(flags, boundPort);
+    },
+  };
+}
+
+function firstLine(child: ChildProcess, re: RegExp): Promise<RegExpExecArray> {
+  return new Promise((res, rej) => {
+    let buf = "";
+    const timer = setTimeout(() => rej(new Error(`server did not log its url; stderr so far:\n${buf}`)), 20_000);
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => {
+      buf += chunk;
+      const m = re.exec(buf);
+      if (m) {
+        clearTimeout(timer);
+        res(m);
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      rej(new Error(`server exited (${code}) before logging its url:\n${buf}`));
+    });
+  });
+}
+
+export type Protocol = "grpc" | "grpcweb" | "connect";
+export const protocols: readonly Protocol[] = ["grpc", "grpcweb", "connect"];
+
+/** A transport per protocol; close() releases HTTP/2 sessions. */
+export function transportFor(p: Protocol, baseUrl: string): { transport: Transport; close(): void } {
+  switch (p) {
+    case "grpc": {
+      const sessionManager = new Http2SessionManager(baseUrl);
+      return { transport: createGrpcTransport({ baseUrl, sessionManager }), close: () => sessionManager.abort() };
+    }
+    case "grpcweb":
+      return { transport: createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }), close: () => {} };
+    case "connect":
+      return { transport: createConnectTransport({ baseUrl, httpVersion: "1.1" }), close: () => {} };
+  }
+}
+
+/** publish appends one commit of facts (topic, type, key, data) over Connect. */
+export async function publish(baseUrl: string, facts: { topic: string; type: string; key?: string; data: JsonObject }[]): Promise<bigint> {
+  const client = createClient(EventService, createConnectTransport({ baseUrl, httpVersion: "1.1" }));
+  const res = await client.publish({
+    facts: facts.map((f) => create(FactSchema, { topic: f.topic, type: f.type, key: f.key ?? "", payload: { case: "data", value: f.data } })),
+  });
+  return res.seq;
+}
+
+/** withTimeout rejects when p does not settle within ms. */
+export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<never>((_, rej) => {
+    timer = setTimeout(() => rej(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,218 @@
+// The TS client against a real ringcast server, on gRPC, gRPC-Web and
+// Connect (connect-node transports).
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+
+import { Code, ConnectError } from "@connectrpc/connect";
+
+import { Reason, subscribe, type ConnectionEvent, type StreamItem } from "../src/index.js";
+import { protocols, publish, startServer, transportFor, withTimeout, type Server } from "./harness.js";
+
+const fastBackoff = { minMs: 20, initialMs: 50, maxMs: 300 };
+
+/** next reads one item, failing the test when none comes in time. */
+async function next(it: AsyncIterator<StreamItem>, what = "next item"): Promise<StreamItem> {
+  const r = await withTimeout(it.next(), 10_000, what);
+  assert.equal(r.done, false, `stream ended while waiting for ${what}`);
+  return r.value as StreamItem;
+}
+
+function label(item: StreamItem): string {
+  switch (item.kind) {
+    case "fact":
+      return `${item.seq}/${item.index}${item.last ? "$" : ""}`;
+    case "caught_up":
+      return "caught_up";
+    case "resynced":
+      return `resynced:${item.reasonName}`;
+  }
+}
+
+for (const protocol of protocols) {
+  describe(`over ${protocol}`, () => {
+    let srv: Server;
+    before(async () => {
+      srv = await startServer(["--demo=false"]);
+    });
+    after(async () => {
+      await srv.stop();
+    });
+
+    it("stops inside a commit and resumes from the next fact, exactly once", async () => {
+      const topic = `t/${protocol}`;
+      const a = await publish(srv.url, [0, 1, 2].map((i) => ({ topic, type: "x.a", data: { i } })));
+      const b = await publish(srv.url, [0, 1].map((i) => ({ topic, type: "x.b", data: { i } })));
+      const { transport, close } = transportFor(protocol, srv.url);
+      try {
+        const first = subscribe(transport, { topics: [topic], backoff: fastBackoff });
+        const got: string[] = [];
+        for await (const item of first) {
+          got.push(label(item));
+          if (item.kind === "fact" && item.seq === a && item.index === 1) {
+            assert.deepEqual(first.cursor, { epoch: srv.epoch, seq: a, fact: 2 }, "cursor covers the fact being handed over");
+            break;
+          }
+        }
+        assert.deepEqual(got, [`${a}/0`, `${a}/1`]);
+        assert.deepEqual(first.cursor, { epoch: srv.epoch, seq: a, fact: 2 }, "break keeps the cursor at the next fact");
+        const saved = first.cursorString();
+        assert.equal(saved, `v1.${srv.epoch}.${a}.2`);
+
+        const second = subscribe(transport, { cursor: saved, topics: [topic], backoff: fastBackoff });
+        const it2 = second[Symbol.asyncIterator]();
+        const rest: string[] = [];
+        for (let i = 0; i < 4; i++) {
+          rest.push(label(await next(it2)));
+        }
+        assert.deepEqual(rest, [`${a}/2$`, `${b}/0`, `${b}/1$`, "caught_up"]);
+        assert.deepEqual(second.cursor, { epoch: srv.epoch, seq: b, fact: 0 });
+
+        const c = await publish(srv.url, [{ topic, type: "x.c", data: { live: true } }]);
+        const live = await next(it2, "live fact");
+        assert.equal(label(live), `${c}/0$`);
+        assert.ok(live.kind === "fact" && live.data?.["live"] === true && live.type === "x.c");
+        assert.deepEqual(second.cursor, { epoch: srv.epoch, seq: c, fact: 0 });
+        await it2.return?.();
+      } finally {
+        close();
+      }
+    });
+
+    it("surfaces invalid_argument instead of retrying", async () => {
+      const { transport, close } = transportFor(protocol, srv.url);
+      try {
+        const sub = subscribe(transport, { topics: ["Not A Topic"], backoff: fastBackoff });
+        await assert.rejects(
+          withTimeout(sub[Symbol.asyncIterator]().next(), 5_000, "invalid_argument"),
+          (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument,
+        );
+      } finally {
+        close();
+      }
+    });
+
+    it("aborts a waiting iteration promptly", async () => {
+      const { transport, close } = transportFor(protocol, srv.url);
+      try {
+        const ac = new AbortController();
+        const sub = subscribe(transport, { topics: ["nothing/here"], signal: ac.signal, backoff: fastBackoff });
+        const it = sub[Symbol.asyncIterator]();
+        assert.equal(label(await next(it)), "caught_up");
+        const pending = it.next();
+        const t0 = performance.now();
+        setTimeout(() => ac.abort(), 100);
+        await assert.rejects(withTimeout(pending, 2_000, "abort"), (e: unknown) => e instanceof Error && e.name === "AbortError");
+        assert.ok(performance.now() - t0 < 1_500, "abort took too long");
+      } finally {
+        close();
+      }
+    });
+  });
+
+  describe(`over ${protocol}, across a server restart`, () => {
+    for (const onUnservable of ["resync_terminal", "snapshot_inline"] as const) {
+      it(`signals resynced (${onUnservable}) before the new snapshot`, async () => {
+        let srv = await startServer(["--demo=false"]);
+        const { transport, close } = transportFor(protocol, srv.url);
+        try {
+          await publish(srv.url, [
+            { topic: "gauges/a/k1", type: "gauge.level", key: "k1", data: { v: 1 } },
+            { topic: "gauges/a/k2", type: "gauge.level", key: "k2", data: { v: 2 } },
+          ]);
+          const conn: ConnectionEvent[] = [];
+          const sub = subscribe(transport, {
+            snapshot: "latest_per_key",
+            onUnservable,
+            backoff: fastBackoff,
+            onConnection: (e) => conn.push(e),
+          });
+          const it = sub[Symbol.asyncIterator]();
+          const before: string[] = [];
+          for (;;) {
+            const item = await next(it);
+            if (item.kind === "caught_up") break;
+            if (item.kind === "fact") before.push(item.key);
+          }
+          assert.deepEqual(before, ["k1", "k2"]);
+          const oldEpoch = srv.epoch;
+          assert.equal(sub.cursor.epoch, oldEpoch);
+
+          // Restart while the application is not reading; the new instance
+          // has state of its own before the client can reach it.
+          srv = await srv.restart();
+          assert.notEqual(srv.epoch, oldEpoch);
+          await publish(srv.url, [{ topic: "gauges/a/k3", type: "gauge.level", key: "k3", data: { v: 3 } }]);
+
+          const afterRestart: StreamItem[] = [];
+          for (;;) {
+            const item = await next(it, "items after restart");
+            afterRestart.push(item);
+            if (item.kind === "caught_up") break;
+          }
+          assert.deepEqual(afterRestart.map(label).map((l) => l.replace(/^\d+\//, "")), ["resynced:EPOCH_MISMATCH", "0$", "caught_up"]);
+          const rs = afterRestart[0]!;
+          assert.ok(rs.kind === "resynced");
+          assert.equal(rs.reason, Reason.EPOCH_MISMATCH);
+          assert.equal(rs.previousEpoch, oldEpoch);
+          assert.equal(rs.epoch, srv.epoch);
+          assert.equal(rs.inline, onUnservable === "snapshot_inline");
+          assert.ok(rs.requestedSeq > 0n, "requestedSeq names the discarded position");
+          const fact = afterRestart[1]!;
+          assert.ok(fact.kind === "fact" && fact.key === "k3" && fact.epoch === srv.epoch);
+          assert.equal(sub.cursor.epoch, srv.epoch);
+          assert.ok(conn.some((e) => e.state === "reconnecting"));
+          await it.return?.();
+        } finally {
+          close();
+          await srv.stop();
+        }
+      });
+    }
+  });
+
+  describe(`over ${protocol}, with a 1s lease`, () => {
+    it("resumes after lease ends without resync, losing and repeating nothing", async () => {
+      const srv = await startServer(["--demo=false", "--lease", "1s"]);
+      const { transport, close } = transportFor(protocol, srv.url);
+      try {
+        const conn: ConnectionEvent[] = [];
+        const sub = subscribe(transport, { backoff: fastBackoff, onConnection: (e) => conn.push(e) });
+        const published: string[] = [];
+        const publisher = (async () => {
+          const end = Date.now() + 2_600;
+          for (let n = 0; Date.now() < end; n++) {
+            const seq = await publish(srv.url, [0, 1].map((i) => ({ topic: "lease/t", type: "x.n", data: { n, i } })));
+            published.push(`${seq}/0`, `${seq}/1$`);
+            await new Promise((r) => setTimeout(r, 100));
+          }
+          const seq = await publish(srv.url, [{ topic: "lease/t", type: "x.end", data: {} }]);
+          published.push(`${seq}/0$`);
+        })();
+        const got: string[] = [];
+        const kinds = new Set<string>();
+        const consume = (async () => {
+          for await (const item of sub) {
+            kinds.add(item.kind);
+            if (item.kind !== "fact") continue;
+            got.push(label(item));
+            if (item.type === "x.end") break;
+          }
+        })();
+        await publisher;
+        await withTimeout(consume, 10_000, "consume everything published");
+        assert.deepEqual(got, published);
+        assert.ok(!kinds.has("resynced"), "a lease end is not a resync");
+        const connects = conn.filter((e) => e.state === "connecting");
+        assert.ok(connects.length >= 2, `expected a reconnect after the lease, got ${connects.length} connects`);
+        for (const c of connects.slice(1)) {
+          assert.ok(c.state === "connecting" && c.cursor.seq > 0n && c.cursor.epoch === srv.epoch, "reconnects carry the cursor");
+        }
+        const ends = conn.filter((e) => e.state === "reconnecting");
+        assert.ok(ends.every((e) => e.state === "reconnecting" && e.error === undefined), "lease ends are OK, not errors");
+      } finally {
+        close();
+        await srv.stop();
+      }
+    });
+  });
+}
