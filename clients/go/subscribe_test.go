@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ringcast "github.com/ringcast/ringcast/clients/go"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
@@ -330,6 +331,25 @@ func TestProxyCutsLoseAndRepeatNothing(t *testing.T) {
 			}
 			checkExactlyOnce(t, got(gotFacts), want[1:])
 			t.Logf("%d cuts", cuts)
+		})
+	}
+}
+
+func TestLatestPerKeySnapshot(t *testing.T) {
+	for _, p := range ringtest.Protocols {
+		t.Run(string(p), func(t *testing.T) {
+			srv := ringtest.Start(t, ringtest.Config())
+			h := srv.Hub()
+			var l ledger
+			l.publish(t, h, "a", "a") // keys c1-f0, c1-f1
+			l.publish(t, h, "a")      // key c2-f0
+			c := newClient(t, srv.URL, p)
+			items := readAll(t, c.Subscribe(ringcast.WithSnapshot(ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY), ringcast.WithEndAtHead()))
+			// Every key is distinct, so every fact is current.
+			checkExactlyOnce(t, got(items), l.expect(0))
+			if last := items[len(items)-1]; last.Kind != ringcast.KindCaughtUp || last.Cursor.Seq != 3 {
+				t.Errorf("last item %+v, want CaughtUp with the cursor at head 3", last)
+			}
 		})
 	}
 }
