@@ -12,7 +12,7 @@ import (
 )
 
 // maxBatch bounds how many events a stream copies out of the ring per lock.
-const maxBatch = 256
+const maxBatch = 128
 
 // Request is a subscribe, independent of the face it arrived on.
 type Request struct {
@@ -149,7 +149,7 @@ func (s *stream) run(ctx context.Context) error {
 			return err
 		}
 	default:
-		s.next, s.target = req.SinceSeq+1, head
+		s.next, s.target, s.sent = req.SinceSeq+1, head, req.SinceSeq
 		if partial != nil {
 			if err := s.sendPartial(partial, req.SinceFact); err != nil {
 				return err

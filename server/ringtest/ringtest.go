@@ -44,6 +44,8 @@ type Server struct {
 	srv    *app.Server
 	cancel context.CancelFunc
 	done   chan error
+	// clients made by HTTPClient, closed before the server stops
+	clients []*http.Client
 }
 
 // Start serves cfg (Addr "127.0.0.1:0" picks a port) until the test ends.
@@ -86,13 +88,16 @@ func (s *Server) Hub() *hub.Hub {
 // waits for it. Safe to call twice.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	cancel, done := s.cancel, s.done
+	cancel, done, clients := s.cancel, s.done, s.clients
 	s.cancel = nil
 	s.mu.Unlock()
 	if cancel == nil {
 		return
 	}
 	cancel()
+	for _, c := range clients {
+		c.CloseIdleConnections()
+	}
 	if err := <-done; err != nil {
 		s.t.Errorf("serve: %v", err)
 	}
@@ -117,9 +122,21 @@ func (s *Server) Restart() {
 	s.serve(ln)
 }
 
-// Client returns a generated EventService client speaking p.
+// Client returns a generated EventService client speaking p. Its idle
+// connections are closed before the server stops, so shutdown does not wait
+// out HTTP/2's GOAWAY grace period.
 func (s *Server) Client(p ringcast.Protocol) ringcastv1connect.EventServiceClient {
-	return NewRPCClient(s.URL, p)
+	return ringcast.NewClient(s.URL, ringcast.WithProtocol(p), ringcast.WithHTTPClient(s.HTTPClient(p))).RPC()
+}
+
+// HTTPClient returns an HTTP client suited to p (see ringcast.NewHTTPClient)
+// whose idle connections are closed before the server stops.
+func (s *Server) HTTPClient(p ringcast.Protocol) *http.Client {
+	hc := ringcast.NewHTTPClient(p)
+	s.mu.Lock()
+	s.clients = append(s.clients, hc)
+	s.mu.Unlock()
+	return hc
 }
 
 // NewRPCClient returns a generated EventService client for url speaking p,
@@ -127,9 +144,6 @@ func (s *Server) Client(p ringcast.Protocol) ringcastv1connect.EventServiceClien
 func NewRPCClient(url string, p ringcast.Protocol) ringcastv1connect.EventServiceClient {
 	return ringcast.NewClient(url, ringcast.WithProtocol(p)).RPC()
 }
-
-// HTTPClient is a plain HTTP/1.1 client for SSE and metrics requests.
-func HTTPClient() *http.Client { return &http.Client{} }
 
 // Wait receives from ch or fails the test after d.
 func Wait[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {

@@ -7,6 +7,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -30,10 +31,15 @@ var _ ringcastv1connect.EventServiceHandler = (*Service)(nil)
 
 // NewHandler returns the EventService route and handler. maxRequestBytes
 // bounds every request message (Publish's facts above all).
+//
+// Responses are never compressed: a stream's events are shared by every
+// subscriber, and compressing them once per subscriber would multiply the
+// fan-out cost. Compressed requests are still accepted.
 func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) (string, http.Handler) {
 	opts = append([]connect.HandlerOption{
 		connect.WithInterceptors(validate.NewInterceptor()),
 		connect.WithReadMaxBytes(maxRequestBytes),
+		connect.WithCompressMinBytes(math.MaxInt),
 	}, opts...)
 	return ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, opts...)
 }

@@ -1,0 +1,168 @@
+package rpc_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	ringcast "github.com/ringcast/ringcast/clients/go"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/ringtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// forEachProtocol runs f once per protocol against its own server.
+func forEachProtocol(t *testing.T, f func(t *testing.T, p ringcast.Protocol)) {
+	for _, p := range ringtest.Protocols {
+		t.Run(string(p), func(t *testing.T) { f(t, p) })
+	}
+}
+
+// fact returns a fact on topic with a small struct payload.
+func fact(topic, key string, n int) *ringcastv1.Fact {
+	s, _ := structpb.NewStruct(map[string]any{"n": float64(n)})
+	return &ringcastv1.Fact{Topic: topic, Type: "test.fact", Key: key, Payload: &ringcastv1.Fact_Data{Data: s}}
+}
+
+// publish appends one commit of facts and returns its seq.
+func publish(t *testing.T, c ringcastv1connect.EventServiceClient, facts ...*ringcastv1.Fact) uint64 {
+	t.Helper()
+	res, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{Facts: facts}))
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	return res.Msg.Seq
+}
+
+// publishN appends n one-fact commits on topic and returns the last seq.
+func publishN(t *testing.T, c ringcastv1connect.EventServiceClient, topic string, n int) uint64 {
+	t.Helper()
+	var seq uint64
+	for i := range n {
+		seq = publish(t, c, fact(topic, "", i))
+	}
+	return seq
+}
+
+// stream is an open SubscribeEvents call with a deadline.
+type stream struct {
+	t      *testing.T
+	s      *connect.ServerStreamForClient[ringcastv1.SubscribeEventsResponse]
+	cancel context.CancelFunc
+}
+
+func subscribe(t *testing.T, c ringcastv1connect.EventServiceClient, req *ringcastv1.SubscribeEventsRequest) *stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	s, err := c.SubscribeEvents(ctx, connect.NewRequest(req))
+	if err != nil {
+		cancel()
+		t.Fatalf("subscribe: %v", err)
+	}
+	st := &stream{t: t, s: s, cancel: cancel}
+	t.Cleanup(st.close)
+	return st
+}
+
+func (st *stream) close() {
+	st.cancel()
+	_ = st.s.Close()
+}
+
+// next returns the next message, failing the test if the stream ended.
+func (st *stream) next() *ringcastv1.SubscribeEventsResponse {
+	st.t.Helper()
+	if !st.s.Receive() {
+		st.t.Fatalf("stream ended early: %v", st.s.Err())
+	}
+	return st.s.Msg()
+}
+
+// until reads messages up to and including the first one ok accepts.
+func (st *stream) until(ok func(*ringcastv1.SubscribeEventsResponse) bool) []*ringcastv1.SubscribeEventsResponse {
+	st.t.Helper()
+	var got []*ringcastv1.SubscribeEventsResponse
+	for {
+		m := st.next()
+		got = append(got, m)
+		if ok(m) {
+			return got
+		}
+	}
+}
+
+// rest reads until the stream ends and requires an OK end.
+func (st *stream) rest() []*ringcastv1.SubscribeEventsResponse {
+	st.t.Helper()
+	var got []*ringcastv1.SubscribeEventsResponse
+	for st.s.Receive() {
+		got = append(got, st.s.Msg())
+	}
+	if err := st.s.Err(); err != nil {
+		st.t.Fatalf("stream ended with %v, want OK", err)
+	}
+	return got
+}
+
+func isCaughtUp(m *ringcastv1.SubscribeEventsResponse) bool { return m.GetCaughtUp() != nil }
+
+// positioned returns the seqs of the positioned messages, checking that
+// they strictly increase and that unpositioned ones carry seq 0.
+func positioned(t *testing.T, msgs []*ringcastv1.SubscribeEventsResponse) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for _, m := range msgs {
+		switch m.Event.(type) {
+		case *ringcastv1.SubscribeEventsResponse_Commit, *ringcastv1.SubscribeEventsResponse_ServerStatus, *ringcastv1.SubscribeEventsResponse_Progress:
+			if m.Seq == 0 {
+				t.Fatalf("positioned message with seq 0: %v", m)
+			}
+			if len(seqs) > 0 && m.Seq <= seqs[len(seqs)-1] {
+				t.Fatalf("seq %d after %d: not strictly increasing", m.Seq, seqs[len(seqs)-1])
+			}
+			seqs = append(seqs, m.Seq)
+		default:
+			if m.Seq != 0 {
+				t.Fatalf("unpositioned message with seq %d: %v", m.Seq, m)
+			}
+		}
+	}
+	return seqs
+}
+
+// span returns [from, to].
+func span(from, to uint64) []uint64 {
+	var s []uint64
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+func equalSeqs(a, b []uint64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// smallBufferClient returns a client whose connections have a 64 KiB
+// receive buffer (no autotuning), so a stream it stops reading blocks the
+// server's writes after a few hundred KiB instead of tens of MiB.
+func smallBufferClient(url string, p ringcast.Protocol) ringcastv1connect.EventServiceClient {
+	hc := ringcast.NewHTTPClient(p)
+	tr := hc.Transport.(*http.Transport)
+	dialer := &net.Dialer{}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dialer.DialContext(ctx, network, addr)
+		if err == nil {
+			err = conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+		}
+		return conn, err
+	}
+	return ringcast.NewClient(url, ringcast.WithProtocol(p), ringcast.WithHTTPClient(hc)).RPC()
+}
