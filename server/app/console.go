@@ -1,6 +1,10 @@
 package app
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/ringcast/ringcast/server/console"
+)
 
 // newConsoleHandler serves the web console at /.
-func newConsoleHandler() http.Handler { return http.NotFoundHandler() }
+func newConsoleHandler() http.Handler { return console.Handler() }

@@ -902,8 +902,8 @@ func (x *Heartbeat) GetOldestSeq() uint64 {
 type ResyncRequired struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Reason Reason                 `protobuf:"varint,1,opt,name=reason,proto3,enum=ringcast.v1.Reason" json:"reason,omitempty"`
-	// The since_seq the stream asked for (or, when lagging, the next seq it
-	// needed).
+	// The since_seq the stream asked for (or, when a live stream is cut for
+	// lagging, the last position it had covered).
 	RequestedSeq uint64 `protobuf:"varint,2,opt,name=requested_seq,json=requestedSeq,proto3" json:"requested_seq,omitempty"`
 	// Oldest seq still in the ring when the decision was made.
 	OldestSeq uint64 `protobuf:"varint,3,opt,name=oldest_seq,json=oldestSeq,proto3" json:"oldest_seq,omitempty"`

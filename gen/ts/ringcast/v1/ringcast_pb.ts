@@ -370,8 +370,8 @@ export type ResyncRequired = Message<"ringcast.v1.ResyncRequired"> & {
   reason: Reason;
 
   /**
-   * The since_seq the stream asked for (or, when lagging, the next seq it
-   * needed).
+   * The since_seq the stream asked for (or, when a live stream is cut for
+   * lagging, the last position it had covered).
    *
    * @generated from field: uint64 requested_seq = 2;
    */
