@@ -1,0 +1,151 @@
+// The web console in a real Chromium (Debian's /usr/bin/chromium through
+// playwright-core): gauges appear and move, and a server restart shows as
+// "resynced" and then "live" with the gauges still populated. Screenshots go
+// to test-results/ at the repository root.
+//
+// Without a runnable Chromium the test skips locally and FAILS under CI
+// (CI=true). CHROMIUM_PATH overrides /usr/bin/chromium.
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+
+import { chromium, type Browser, type Page } from "playwright-core";
+
+import { formatEpoch } from "../../src/index.js";
+import { repoRoot, startServer, type Server } from "../harness.js";
+
+const executablePath = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
+const inCI = process.env["CI"] === "true";
+const resultsDir = join(repoRoot, "test-results");
+
+async function launch(): Promise<Browser | string> {
+  if (!existsSync(executablePath)) {
+    return `no Chromium at ${executablePath} (apt-get install -y chromium)`;
+  }
+  try {
+    return await chromium.launch({
+      executablePath,
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+  } catch (e) {
+    return `Chromium at ${executablePath} does not start: ${e instanceof Error ? e.message : String(e)}`;
+  }
+}
+
+const levels = (page: Page) =>
+  page.$$eval("[data-gauge-key]", (els) => Object.fromEntries(els.map((e) => [(e as HTMLElement).dataset["gaugeKey"], e.querySelector(".g-value")?.textContent ?? ""])));
+
+describe("web console in Chromium", () => {
+  let browser: Browser | undefined;
+  let unavailable: string | undefined;
+  let srv: Server;
+
+  before(async () => {
+    const b = await launch();
+    if (typeof b === "string") {
+      unavailable = b;
+      return;
+    }
+    browser = b;
+    srv = await startServer(["--demo-interval", "200ms"]);
+    mkdirSync(resultsDir, { recursive: true });
+  });
+  after(async () => {
+    await browser?.close();
+    await srv?.stop();
+  });
+
+  it("shows live gauges and recovers from a server restart", async (t) => {
+    if (unavailable !== undefined) {
+      if (inCI) assert.fail(`CI=true and ${unavailable}`);
+      t.skip(unavailable);
+      return;
+    }
+    const page = await browser!.newPage({ viewport: { width: 1440, height: 1000 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(srv.url + "/");
+
+    const status = page.locator("[data-testid=stream-status]");
+    await page.waitForFunction(() => /live/i.test(document.querySelector("[data-testid=stream-status]")?.textContent ?? ""), null, { timeout: 15_000 });
+    // All twelve demo gauges, grouped by catchment, each showing its level.
+    await page.waitForFunction(() => document.querySelectorAll("[data-gauge-key]").length >= 12, null, { timeout: 10_000 });
+    assert.deepEqual(await page.$$eval(".catchment h2", (hs) => hs.map((h) => h.textContent)), ["Eden", "Lune", "Ribble", "Wyre"]);
+    const cards = await page.$$eval("[data-gauge-key]", (els) =>
+      els.map((e) => ({ key: (e as HTMLElement).dataset["gaugeKey"], level: e.querySelector(".g-value")?.textContent ?? "", text: e.textContent ?? "" })),
+    );
+    for (const c of cards) {
+      assert.match(c.level, /^\d+\.\d{3}$/, `gauge ${c.key} shows a level`);
+      assert.ok(c.text.includes(c.level), `gauge ${c.key}'s text contains its level`);
+    }
+    const first = await levels(page);
+    // State is shown by colour too: the card's stripe uses the state colour.
+    const stripe = await page.$eval("[data-gauge-key]", (e) => getComputedStyle(e, "::before").backgroundColor);
+    assert.notEqual(stripe, "rgba(0, 0, 0, 0)");
+
+    // Levels move as the feed publishes (every 200 ms).
+    await page.waitForFunction(
+      (before) => {
+        let changed = 0;
+        for (const e of document.querySelectorAll<HTMLElement>("[data-gauge-key]")) {
+          if (e.querySelector(".g-value")?.textContent !== before[e.dataset["gaugeKey"]!]) changed++;
+        }
+        return changed >= 6;
+      },
+      first,
+      { timeout: 10_000 },
+    );
+    assert.equal(await page.locator("#cursor").textContent().then((s) => s?.startsWith(`v1.${srv.epoch}.`)), true, "cursor shown");
+    await page.screenshot({ path: join(resultsDir, "console-live.png"), fullPage: true });
+
+    // Record every status word from now on, then restart the server on the same port.
+    await page.evaluate(() => {
+      const w = window as unknown as { statusLog: string[] };
+      w.statusLog = [];
+      const el = document.querySelector("[data-testid=stream-status]")!;
+      new MutationObserver(() => w.statusLog.push(el.textContent ?? "")).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+    const oldEpoch = srv.epoch;
+    srv = await srv.restart();
+    assert.notEqual(srv.epoch, oldEpoch);
+
+    await page.waitForFunction(() => (window as unknown as { statusLog: string[] }).statusLog.some((s) => /resynced/i.test(s)), null, { timeout: 20_000 });
+    assert.match((await status.textContent()) ?? "", /resynced/i);
+    await page.screenshot({ path: join(resultsDir, "console-resynced.png"), fullPage: true });
+    const banner = (await page.locator("#resync").textContent()) ?? "";
+    assert.match(banner, /epoch mismatch/i);
+    assert.ok(banner.includes(formatEpoch(oldEpoch)) && banner.includes(formatEpoch(srv.epoch)), "the banner names both epochs");
+
+    await page.waitForFunction(
+      () => {
+        const log = (window as unknown as { statusLog: string[] }).statusLog;
+        const r = log.findIndex((s) => /resynced/i.test(s));
+        return r >= 0 && log.slice(r + 1).some((s) => /live/i.test(s)) && /live/i.test(log.at(-1) ?? "");
+      },
+      null,
+      { timeout: 15_000 },
+    );
+    assert.equal(await page.locator("[data-gauge-key]").count(), 12, "gauges still populated after the resync");
+    const cursor = (await page.locator("#cursor").textContent()) ?? "";
+    assert.ok(cursor.startsWith(`v1.${srv.epoch}.`), `cursor moved to the new epoch: ${cursor}`);
+    const afterRestart = await levels(page);
+    await page.waitForFunction(
+      (before) => [...document.querySelectorAll<HTMLElement>("[data-gauge-key]")].some((e) => e.querySelector(".g-value")?.textContent !== before[e.dataset["gaugeKey"]!]),
+      afterRestart,
+      { timeout: 10_000 },
+    );
+    await page.screenshot({ path: join(resultsDir, "console.png"), fullPage: true });
+    assert.deepEqual(errors, [], "no page errors");
+    await page.close();
+  });
+});
