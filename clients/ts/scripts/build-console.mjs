@@ -44,12 +44,11 @@ try {
 
 async function build(out) {
   rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
+  mkdirSync(join(out, "assets"), { recursive: true });
   const result = await esbuild.build({
     absWorkingDir: root,
     entryPoints: [join(web, "main.ts"), join(web, "styles.css")],
-    outdir: out,
-    entryNames: "assets/[name]-[hash]",
+    outdir: join(out, "assets"),
     bundle: true,
     format: "esm",
     platform: "browser",
@@ -58,18 +57,21 @@ async function build(out) {
     sourcemap: false,
     legalComments: "none",
     charset: "utf8",
-    metafile: true,
-    write: true,
+    write: false,
     logLevel: "warning",
     tsconfig: join(web, "tsconfig.json"),
     nodePaths: [join(root, "clients/ts/node_modules"), join(root, "node_modules")],
   });
-  // Map entry names to their hashed outputs and fill the page's placeholders.
+  // Name each output by its content (not by esbuild's hash, which also
+  // covers input paths), so the same sources give the same dist anywhere.
   const names = {};
-  for (const [file, meta] of Object.entries(result.metafile.outputs)) {
-    if (!meta.entryPoint) continue;
-    const base = meta.entryPoint.split("/").pop().replace(/\.ts$/, ".js");
-    names[base] = "/" + relative(out, resolve(root, file)).split("\\").join("/");
+  for (const f of result.outputFiles) {
+    const base = f.path.split(/[\\/]/).pop();
+    const dot = base.lastIndexOf(".");
+    const hash = createHash("sha256").update(f.contents).digest("hex").slice(0, 10);
+    const name = `${base.slice(0, dot)}-${hash}${base.slice(dot)}`;
+    writeFileSync(join(out, "assets", name), f.contents);
+    names[base] = `/assets/${name}`;
   }
   let html = readFileSync(join(web, "index.html"), "utf8");
   html = html.replace(/\{\{([\w.-]+)\}\}/g, (m, name) => {
