@@ -80,7 +80,7 @@ type Item struct {
 // WithSnapshotInline, its Gap.
 type Resync struct {
 	Reason       ringcastv1.Reason
-	RequestedSeq uint64 // the seq the stream asked for (or, lagging, the next it needed)
+	RequestedSeq uint64 // the seq the stream asked for (or, lagging, the last position it covered)
 	OldestSeq    uint64 // the oldest seq the server still held
 	HeadSeq      uint64 // the server's head
 	Inline       bool   // a Gap: the snapshot followed on the same stream
