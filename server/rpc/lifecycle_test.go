@@ -1,8 +1,8 @@
 package rpc_test
 
 import (
-	"crypto/rand"
 	"context"
+	"crypto/rand"
 	"testing"
 	"time"
 

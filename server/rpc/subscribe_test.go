@@ -130,7 +130,7 @@ func TestRestartedServerAnswersOldCursorWithEpochMismatch(t *testing.T) {
 		if srv.Hub().Epoch() == oldEpoch {
 			t.Fatal("restart kept the epoch")
 		}
-		c = srv.Client(p) // the old client's pooled connections died with the old instance
+		c = srv.Client(p)        // the old client's pooled connections died with the old instance
 		publishN(t, c, "a/b", 5) // the new instance's seqs cover the old cursor's
 		got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: head, InstanceEpoch: oldEpoch}).rest()
 		if len(got) != 1 || got[0].GetResyncRequired().GetReason() != ringcastv1.Reason_REASON_EPOCH_MISMATCH {
