@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeLogsBindReadsEnvAndDrainsOnSIGTERM runs "ringcast serve" in
+// process: it logs one line with the address and the epoch, takes flags
+// from RINGCAST_* variables (a command-line flag winning), serves the
+// publish and status commands, and on SIGTERM drains and exits 0.
+func TestServeLogsBindReadsEnvAndDrainsOnSIGTERM(t *testing.T) {
+	t.Setenv("RINGCAST_WINDOW", "77")
+	t.Setenv("RINGCAST_DEMO", "false")
+	t.Setenv("RINGCAST_ADDR", "127.0.0.1:1") // overridden by --addr below
+	var stderr syncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"serve", "--addr", "127.0.0.1:0", "--heartbeat", "1h"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	}()
+	bound := regexp.MustCompile(`msg="ringcast serving" addr=(\S+) url=(\S+) epoch=([0-9a-f]{16})`)
+	var m []string
+	for deadline := time.Now().Add(10 * time.Second); m == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no bind line; stderr: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+		m = bound.FindStringSubmatch(stderr.String())
+	}
+	url := m[2]
+
+	var out, errOut bytes.Buffer
+	if code := run([]string{"publish", "--server", url, `{"topic":"gauges/ribble/g-014","type":"gauge.note","data":{"text":"hi"}}`}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("publish: exit %d: %s", code, errOut.String())
+	}
+	var receipt struct{ Seq, InstanceEpoch string }
+	if err := json.Unmarshal(out.Bytes(), &receipt); err != nil || receipt.Seq != "2" {
+		t.Fatalf("publish receipt %q (%v), want seq 2", out.String(), err)
+	}
+	out.Reset()
+	if code := run([]string{"status", "--server", url}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errOut.String())
+	}
+	if s := out.String(); !strings.Contains(s, `"window":77`) || !strings.Contains(s, `"headSeq":"2"`) {
+		t.Fatalf("status %s: want window 77 from RINGCAST_WINDOW and head 2", s)
+	}
+
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("serve exited %d after SIGTERM: %s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop after SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "msg=draining") {
+		t.Fatalf("no drain logged: %s", stderr.String())
+	}
+}
+
+func TestBadFlagsAndEnvAreUsageErrors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"serve", "--window", "lots"}, strings.NewReader(""), &out, &errOut); code != 2 {
+		t.Fatalf("bad flag: exit %d, want 2", code)
+	}
+	t.Setenv("RINGCAST_HEARTBEAT", "soon")
+	errOut.Reset()
+	if code := run([]string{"serve"}, strings.NewReader(""), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "RINGCAST_HEARTBEAT") {
+		t.Fatalf("bad env: exit %d, stderr %q", code, errOut.String())
+	}
+	if code := run([]string{"frobnicate"}, strings.NewReader(""), &out, &errOut); code != 2 {
+		t.Fatalf("unknown command: exit %d, want 2", code)
+	}
+	errOut.Reset()
+	if code := run([]string{"publish", "--server", "http://127.0.0.1:1", "{not json"}, strings.NewReader(""), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "fact 1") {
+		t.Fatalf("bad fact JSON: exit %d, stderr %q", code, errOut.String())
+	}
+}
