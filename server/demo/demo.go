@@ -110,7 +110,7 @@ func (f *Feed) Round() []*ringcastv1.Fact {
 		g.prev = g.level
 		target := g.base + g.response*rain[g.catchment]
 		g.level += 0.12*(target-g.level) + 0.01*(f.rng.Float64()-0.5)
-		g.level = math.Max(0.05, g.level)
+		g.level = round3(math.Max(0.05, g.level)) // what is published is what is judged
 		state := StateNormal
 		switch {
 		case g.level >= g.severe:
@@ -122,7 +122,7 @@ func (f *Feed) Round() []*ringcastv1.Fact {
 			"gauge":     g.id,
 			"name":      g.name,
 			"catchment": g.catchment,
-			"level_m":   round3(g.level),
+			"level_m":   g.level,
 			"trend":     trend(g.level - g.prev),
 			"state":     state,
 			"warning_m": g.warning,
@@ -134,7 +134,7 @@ func (f *Feed) Round() []*ringcastv1.Fact {
 				"name":    g.name,
 				"from":    g.state,
 				"to":      state,
-				"level_m": round3(g.level),
+				"level_m": g.level,
 			}))
 			g.state = state
 		}
