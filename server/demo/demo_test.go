@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 // per gauge first, and a threshold fact exactly when a gauge's state changed.
 func TestRoundsAreValidCommitsWithALevelPerGaugeAndCrossingsOnChange(t *testing.T) {
 	f := New(time.Second)
+	f.rng = rand.New(rand.NewPCG(1, 2)) // deterministic weather
 	states := map[string]string{}
 	for _, g := range f.gauges {
 		states[g.id] = StateNormal
