@@ -109,9 +109,13 @@ for (const protocol of protocols) {
     });
   });
 
-  describe(`over ${protocol}, across a server restart`, () => {
+}
+
+// Each of these runs its own server: they run concurrently.
+describe("across a server restart", { concurrency: true }, () => {
+  for (const protocol of protocols) {
     for (const onUnservable of ["resync_terminal", "snapshot_inline"] as const) {
-      it(`signals resynced (${onUnservable}) before the new snapshot`, async () => {
+      it(`signals resynced (${onUnservable}) before the new snapshot, over ${protocol}`, async () => {
         let srv = await startServer(["--demo=false"]);
         const { transport, close } = transportFor(protocol, srv.url);
         try {
@@ -168,10 +172,12 @@ for (const protocol of protocols) {
         }
       });
     }
-  });
+  }
+});
 
-  describe(`over ${protocol}, with a 1s lease`, () => {
-    it("resumes after lease ends without resync, losing and repeating nothing", async () => {
+describe("with a 1s lease", { concurrency: true }, () => {
+  for (const protocol of protocols) {
+    it(`resumes after the lease ends without resync, losing and repeating nothing, over ${protocol}`, async () => {
       const srv = await startServer(["--demo=false", "--lease", "1s"]);
       const { transport, close } = transportFor(protocol, srv.url);
       try {
@@ -179,7 +185,7 @@ for (const protocol of protocols) {
         const sub = subscribe(transport, { backoff: fastBackoff, onConnection: (e) => conn.push(e) });
         const published: string[] = [];
         const publisher = (async () => {
-          const end = Date.now() + 2_600;
+          const end = Date.now() + 2_300;
           for (let n = 0; Date.now() < end; n++) {
             const seq = await publish(srv.url, [0, 1].map((i) => ({ topic: "lease/t", type: "x.n", data: { n, i } })));
             published.push(`${seq}/0`, `${seq}/1$`);
@@ -214,5 +220,5 @@ for (const protocol of protocols) {
         await srv.stop();
       }
     });
-  });
-}
+  }
+});
