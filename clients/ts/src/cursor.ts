@@ -9,9 +9,11 @@
  *   snapshot. (`epoch` may still name the instance it was minted by.)
  *
  * 64-bit values are `bigint`s, never `number`s, so epochs and seqs above
- * 2^53 survive. The string form is `v1.<epoch>.<seq>.<fact>`, each value in
- * canonical decimal (no sign, no leading zeros), e.g. `v1.1311768467750121216.42.0`.
- * The leading `v1` is the format version.
+ * 2^53 survive. The string form is the one the Go client and
+ * `ringcast tail --cursor-file` use: `rc1.<epoch>.<seq>.<fact>`, with the
+ * epoch as exactly 16 lower-case hex digits (as the server logs it) and seq
+ * and fact in canonical decimal (no sign, no leading zeros), e.g.
+ * `rc1.9f86d081884c7d65.1042.3`. `rc1` is the format version.
  */
 export interface Cursor {
   /** The server instance's epoch (fixed64) the position belongs to. */
@@ -30,7 +32,7 @@ export const ZERO_CURSOR: Cursor = Object.freeze({ epoch: 0n, seq: 0n, fact: 0 }
 
 const U64_MAX = (1n << 64n) - 1n;
 const U32_MAX = 2 ** 32 - 1;
-const CURSOR_RE = /^v1\.(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,9})$/;
+const CURSOR_RE = /^rc1\.([0-9a-f]{16})\.(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,9})$/;
 
 /** Error thrown by {@link parseCursor} and {@link checkCursor}. */
 export class CursorError extends Error {
@@ -67,10 +69,10 @@ export function checkCursor(c: Cursor): Cursor {
   return c;
 }
 
-/** formatCursor returns the cursor's string form, `v1.<epoch>.<seq>.<fact>`. */
+/** formatCursor returns the cursor's string form, `rc1.<epoch hex>.<seq>.<fact>`. */
 export function formatCursor(c: Cursor): string {
   checkCursor(c);
-  return `v${CURSOR_FORMAT_VERSION}.${c.epoch.toString()}.${c.seq.toString()}.${c.fact.toString()}`;
+  return `rc${CURSOR_FORMAT_VERSION}.${formatEpoch(c.epoch)}.${c.seq.toString()}.${c.fact.toString()}`;
 }
 
 /**
@@ -85,9 +87,9 @@ export function parseCursor(s: string): Cursor {
   }
   const m = CURSOR_RE.exec(s);
   if (m === null) {
-    throw new CursorError(`cursor: malformed ${JSON.stringify(s.length > 64 ? s.slice(0, 64) + "…" : s)} (want v1.<epoch>.<seq>.<fact>)`);
+    throw new CursorError(`cursor: malformed ${JSON.stringify(s.length > 64 ? s.slice(0, 64) + "…" : s)} (want rc1.<16 hex epoch>.<seq>.<fact>)`);
   }
-  const c: Cursor = { epoch: BigInt(m[1]!), seq: BigInt(m[2]!), fact: Number(m[3]!) };
+  const c: Cursor = { epoch: BigInt("0x" + m[1]!), seq: BigInt(m[2]!), fact: Number(m[3]!) };
   return Object.freeze(checkCursor(c));
 }
 

@@ -58,18 +58,30 @@ export type ConnectionEvent =
   | { readonly state: "connecting"; readonly attempt: number; readonly cursor: Cursor }
   /** The stream's first response arrived. */
   | { readonly state: "open"; readonly epoch: bigint }
+  /**
+   * The stream caught up (reported on every stream, while the "caught_up"
+   * item is yielded only when the application was not already live).
+   */
+  | { readonly state: "caught_up"; readonly epoch: bigint; readonly headSeq: bigint }
   /** The stream ended (OK, on error, or to resync); the client reconnects after delayMs. */
   | { readonly state: "reconnecting"; readonly attempt: number; readonly delayMs: number; readonly error?: ConnectError; readonly resync: boolean };
 
 /**
  * Codes that no reconnect can fix: surfaced to the caller (next() rejects
- * with the ConnectError). Every other code, network errors and streams that
- * end with OK status are retried with the cursor.
+ * with the ConnectError). Every other code (unavailable, unknown, internal,
+ * deadline_exceeded, resource_exhausted, aborted, data_loss, and canceled
+ * when it did not come from the caller's signal), network errors and
+ * streams that end with OK status are retried with the cursor. The same
+ * classification as the Go client's.
  */
 export const PERMANENT_CODES: ReadonlySet<Code> = new Set([
   Code.Unauthenticated,
   Code.PermissionDenied,
   Code.InvalidArgument,
+  Code.FailedPrecondition,
+  Code.OutOfRange,
+  Code.NotFound,
+  Code.AlreadyExists,
   Code.Unimplemented,
 ]);
 
@@ -98,8 +110,10 @@ export function subscribe(transport: Transport, options: SubscribeOptions = {}):
  * middle of a commit: resuming from it delivers the rest of that commit and
  * nothing twice.
  *
- * Progress and heartbeats move the cursor (or keep the stream alive) but are
- * never yielded. A Subscription can be iterated once.
+ * Progress and server status events move the cursor to (seq, 0) and
+ * heartbeats keep the stream alive; none is yielded. "caught_up" is yielded
+ * on each transition to live: not again after a reconnect whose replay
+ * delivered nothing. A Subscription can be iterated once.
  */
 export class Subscription implements AsyncIterable<StreamItem> {
   readonly #client;
@@ -107,6 +121,8 @@ export class Subscription implements AsyncIterable<StreamItem> {
   #cursor: Cursor;
   #started = false;
   #idleTimeoutMs: number;
+  /** The application has been told "caught_up" and nothing replayed since. */
+  #live = false;
 
   constructor(transport: Transport, options: SubscribeOptions = {}) {
     this.#client = createClient(EventService, transport);
@@ -149,7 +165,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
       const onAbort = () => call.abort(userSignal?.reason);
       userSignal?.addEventListener("abort", onAbort, { once: true });
       const idle = new Watchdog(() => call.abort(new ConnectError("no message within the idle timeout", Code.Unavailable)));
-      const st: AttemptState = { healthy: false, resync: false, ended: false, opened: false };
+      const st: AttemptState = { caughtUp: false, healthy: false, resync: false, ended: false, opened: false };
       let yielding = false;
       let error: ConnectError | undefined;
       try {
@@ -231,7 +247,12 @@ export class Subscription implements AsyncIterable<StreamItem> {
         return;
       case "caughtUp":
         st.healthy = true;
-        yield Object.freeze({ kind: "caught_up", epoch: res.instanceEpoch, headSeq: ev.value.headSeq });
+        st.caughtUp = true;
+        this.#opts.onConnection?.({ state: "caught_up", epoch: res.instanceEpoch, headSeq: ev.value.headSeq });
+        if (!this.#live) {
+          this.#live = true;
+          yield Object.freeze({ kind: "caught_up", epoch: res.instanceEpoch, headSeq: ev.value.headSeq });
+        }
         if (this.#opts.endAtHead) {
           st.ended = true;
         }
@@ -240,6 +261,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
       case "resyncRequired":
         st.healthy = true;
         st.resync = ev.case === "resyncRequired";
+        this.#live = false;
         yield this.#resynced(res, ev.value, ev.case === "gap");
         return;
       case "heartbeat":
@@ -263,6 +285,9 @@ export class Subscription implements AsyncIterable<StreamItem> {
     const from = sameEpoch && seq === cur.seq ? cur.fact : 0;
     const facts = c.facts.filter((f) => f.index >= from);
     const eventTime = res.eventTime ? timestampDate(res.eventTime) : undefined;
+    if (facts.length > 0 && !st.caughtUp) {
+      this.#live = false; // a replay: tell the application when it is over
+    }
     for (let i = 0; i < facts.length; i++) {
       const f = facts[i]!;
       const last = i === facts.length - 1;
@@ -290,7 +315,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
   #resynced(res: SubscribeEventsResponse, r: Gap | ResyncRequired, inline: boolean): ResyncedSignal {
     const previousEpoch = this.#cursor.epoch;
     // Discard the cursor: what follows is a snapshot of this instance.
-    this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq: 0n, fact: 0 });
+    this.#cursor = ZERO_CURSOR;
     return Object.freeze({
       kind: "resynced",
       reason: r.reason,
@@ -336,6 +361,8 @@ export class Subscription implements AsyncIterable<StreamItem> {
 }
 
 interface AttemptState {
+  /** This stream sent CaughtUp. */
+  caughtUp: boolean;
   /** The stream delivered a position, CaughtUp or a resync: backoff resets. */
   healthy: boolean;
   /** The stream ended with ResyncRequired. */

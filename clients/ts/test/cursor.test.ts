@@ -20,36 +20,44 @@ describe("cursor", () => {
       // A path through Number would have changed it.
       assert.notEqual(BigInt(Number(c.seq)), c.seq);
     }
-    assert.equal(formatCursor({ epoch: 18446744073709551615n, seq: 9007199254740993n, fact: 1 }), "v1.18446744073709551615.9007199254740993.1");
+    assert.equal(formatCursor({ epoch: 18446744073709551615n, seq: 9007199254740993n, fact: 1 }), "rc1.ffffffffffffffff.9007199254740993.1");
+    assert.deepEqual(parseCursor("rc1.9f86d081884c7d65.18446744073709551615.3"), { epoch: 0x9f86d081884c7d65n, seq: 18446744073709551615n, fact: 3 });
   });
 
   it("formats the zero cursor", () => {
-    assert.equal(formatCursor(ZERO_CURSOR), "v1.0.0.0");
-    assert.deepEqual(parseCursor("v1.0.0.0"), { epoch: 0n, seq: 0n, fact: 0 });
+    assert.equal(formatCursor(ZERO_CURSOR), "rc1.0000000000000000.0.0");
+    assert.deepEqual(parseCursor("rc1.0000000000000000.0.0"), { epoch: 0n, seq: 0n, fact: 0 });
+    // The format the Go client writes (and `ringcast tail --cursor-file` reads).
+    assert.equal(formatCursor({ epoch: 0x9f86d081884c7d65n, seq: 1042n, fact: 3 }), "rc1.9f86d081884c7d65.1042.3");
   });
 
   it("parses strictly", () => {
+    const E = "9f86d081884c7d65";
     for (const bad of [
       "",
-      "v1",
-      "v1.1.2",
-      "v1.1.2.3.4",
-      "v2.1.2.3",
-      "V1.1.2.3",
-      " v1.1.2.3",
-      "v1.1.2.3\n",
-      "v1.01.2.3",
-      "v1.1.-2.3",
-      "v1.1.+2.3",
-      "v1.1.2.0x3",
-      "v1.1.2.3e0",
-      "v1.18446744073709551616.1.0", // epoch > 2^64-1
-      "v1.1.18446744073709551616.0", // seq > 2^64-1
-      "v1.1.1.4294967296", // fact > 2^32-1
-      "v1.0.5.0", // seq without epoch
-      "v1.7.0.1", // fact without seq
-      "v1.1.2.3 ",
-      "v1..2.3",
+      "rc1",
+      `rc1.${E}.2`,
+      `rc1.${E}.2.3.4`,
+      `rc2.${E}.2.3`,
+      `v1.${E}.2.3`,
+      `RC1.${E}.2.3`,
+      ` rc1.${E}.2.3`,
+      `rc1.${E}.2.3\n`,
+      `rc1.${E}.2.3 `,
+      "rc1.9F86D081884C7D65.2.3", // upper-case hex
+      "rc1.9f86d081884c7d6.2.3", // 15 hex digits
+      "rc1.09f86d081884c7d65.2.3", // 17 hex digits
+      "rc1.11068046444225730969.2.3", // decimal epoch
+      `rc1.${E}.02.3`,
+      `rc1.${E}.-2.3`,
+      `rc1.${E}.+2.3`,
+      `rc1.${E}.2.0x3`,
+      `rc1.${E}.2.3e0`,
+      `rc1.${E}.18446744073709551616.0`, // seq > 2^64-1
+      `rc1.${E}.1.4294967296`, // fact > 2^32-1
+      "rc1.0000000000000000.5.0", // seq without epoch
+      `rc1.${E}.0.1`, // fact without seq
+      `rc1..2.3`,
     ]) {
       assert.throws(() => parseCursor(bad), CursorError, JSON.stringify(bad));
     }

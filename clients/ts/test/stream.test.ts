@@ -5,7 +5,7 @@ import { after, before, describe, it } from "node:test";
 
 import { Code, ConnectError } from "@connectrpc/connect";
 
-import { Reason, subscribe, type ConnectionEvent, type StreamItem } from "../src/index.js";
+import { Reason, formatEpoch, subscribe, type ConnectionEvent, type StreamItem } from "../src/index.js";
 import { protocols, publish, startServer, transportFor, withTimeout, type Server } from "./harness.js";
 
 const fastBackoff = { minMs: 20, initialMs: 50, maxMs: 300 };
@@ -56,7 +56,7 @@ for (const protocol of protocols) {
         assert.deepEqual(got, [`${a}/0`, `${a}/1`]);
         assert.deepEqual(first.cursor, { epoch: srv.epoch, seq: a, fact: 2 }, "break keeps the cursor at the next fact");
         const saved = first.cursorString();
-        assert.equal(saved, `v1.${srv.epoch}.${a}.2`);
+        assert.equal(saved, `rc1.${formatEpoch(srv.epoch)}.${a}.2`);
 
         const second = subscribe(transport, { cursor: saved, topics: [topic], backoff: fastBackoff });
         const it2 = second[Symbol.asyncIterator]();
@@ -221,4 +221,31 @@ describe("with a 1s lease", { concurrency: true }, () => {
       }
     });
   }
+
+  it("does not repeat caught_up after a reconnect that replayed nothing", async () => {
+    const srv = await startServer(["--demo=false", "--lease", "1s"]);
+    const { transport, close } = transportFor("connect", srv.url);
+    try {
+      const conn: ConnectionEvent[] = [];
+      let reconnected: () => void = () => {};
+      const twoReconnects = new Promise<void>((r) => (reconnected = r));
+      const sub = subscribe(transport, {
+        backoff: fastBackoff,
+        onConnection: (e) => {
+          conn.push(e);
+          if (conn.filter((c) => c.state === "caught_up").length >= 3) reconnected();
+        },
+      });
+      const it = sub[Symbol.asyncIterator]();
+      assert.equal(label(await next(it)), "caught_up");
+      const pending = next(it, "the fact published after two quiet reconnects");
+      await withTimeout(twoReconnects, 10_000, "two lease ends");
+      const seq = await publish(srv.url, [{ topic: "quiet/t", type: "x.q", data: {} }]);
+      assert.equal(label(await pending), `${seq}/0$`);
+      await it.return?.();
+    } finally {
+      close();
+      await srv.stop();
+    }
+  });
 });

@@ -258,6 +258,10 @@ function onConnection(e: ConnectionEvent): void {
       $("epoch").textContent = formatEpoch(e.epoch);
       if (shown !== "resynced") setStatus("replaying", "catching up…");
       return;
+    case "caught_up":
+      // Every stream reports it (the item comes only on a transition to live).
+      setStatus("live", `caught up at seq ${e.headSeq}`);
+      return;
     case "reconnecting": {
       const secs = (e.delayMs / 1000).toFixed(1);
       if (e.resync) {
@@ -299,7 +303,6 @@ function handle(item: StreamItem): void {
       else if (item.type === "gauge.threshold") onThreshold(item);
       break;
     case "caught_up":
-      setStatus("live", `caught up at seq ${item.headSeq}`);
       log("live", "Live", `caught up at seq ${item.headSeq}`);
       break;
     case "resynced":

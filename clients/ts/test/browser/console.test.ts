@@ -105,7 +105,7 @@ describe("web console in Chromium", () => {
       first,
       { timeout: 10_000 },
     );
-    assert.equal(await page.locator("#cursor").textContent().then((s) => s?.startsWith(`v1.${srv.epoch}.`)), true, "cursor shown");
+    assert.equal(await page.locator("#cursor").textContent().then((s) => s?.startsWith(`rc1.${formatEpoch(srv.epoch)}.`)), true, "cursor shown");
     await page.screenshot({ path: join(resultsDir, "console-live.png"), fullPage: true });
 
     // Record every status word from now on, then restart the server on the same port.
@@ -137,7 +137,7 @@ describe("web console in Chromium", () => {
     );
     assert.equal(await page.locator("[data-gauge-key]").count(), 12, "gauges still populated after the resync");
     const cursor = (await page.locator("#cursor").textContent()) ?? "";
-    assert.ok(cursor.startsWith(`v1.${srv.epoch}.`), `cursor moved to the new epoch: ${cursor}`);
+    assert.ok(cursor.startsWith(`rc1.${formatEpoch(srv.epoch)}.`), `cursor moved to the new epoch: ${cursor}`);
     const afterRestart = await levels(page);
     await page.waitForFunction(
       (before) => [...document.querySelectorAll<HTMLElement>("[data-gauge-key]")].some((e) => e.querySelector(".g-value")?.textContent !== before[e.dataset["gaugeKey"]!]),
