@@ -1,7 +1,7 @@
 // Test harness: a real ringcast server process on loopback, and a client
 // transport per protocol.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, renameSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,12 +33,28 @@ export function serverBinary(): string {
   const dir = join(tmpdir(), `ringcast-ts-test-${process.ppid}`);
   const bin = join(dir, "ringcast");
   if (!existsSync(bin)) {
+    removeStaleBuilds();
     mkdirSync(dir, { recursive: true });
     const tmp = `${bin}.${process.pid}.tmp`;
     execFileSync("go", ["build", "-o", tmp, "./server/cmd/ringcast"], { cwd: repoRoot, stdio: ["ignore", "inherit", "inherit"] });
     renameSync(tmp, bin);
   }
   return bin;
+}
+
+/** removeStaleBuilds deletes the binaries of earlier runs whose runner has exited. */
+function removeStaleBuilds(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const m = /^ringcast-ts-test-(\d+)$/.exec(name);
+    if (!m || Number(m[1]) === process.ppid) continue;
+    try {
+      process.kill(Number(m[1]), 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ESRCH") {
+        rmSync(join(tmpdir(), name), { recursive: true, force: true });
+      }
+    }
+  }
 }
 
 export interface Server {
