@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -11,13 +12,48 @@ import (
 // Event is one positioned entry of the ring: a commit or a server status.
 //
 // An Event is immutable once published and shared by every subscriber:
-// nothing may modify it, its response or the facts it holds.
+// nothing may modify it, its response or the facts it holds. Only its cache
+// of encodings of that response fills in, once per encoding (Encoded).
 type Event struct {
 	Seq  uint64
 	Time time.Time
 	// resp is the complete response an unfiltered subscriber sends for this
 	// event (seq, epoch, time and payload), built once at publish.
 	resp *ringcastv1.SubscribeEventsResponse
+	// encoded caches resp in each Encoding, filled on first use.
+	encoded [numEncodings]atomic.Pointer[[]byte]
+}
+
+// Encoding names a wire encoding of an event's shared response, cached on
+// the event (see Encoded).
+type Encoding uint8
+
+// The cached encodings.
+const (
+	EncodingProto Encoding = iota // protobuf binary
+	EncodingJSON                  // protobuf JSON
+	numEncodings
+)
+
+// Encoded returns the shared response in encoding enc, calling marshal to
+// build it on first use: every subscriber sending the event unchanged then
+// shares one encoding per wire format instead of encoding it per send.
+// The event is immutable, so the bytes never go stale. Concurrent first
+// uses may each call marshal; one result is kept and returned from then on.
+// The returned bytes are shared and must not be modified.
+func (e *Event) Encoded(enc Encoding, marshal func(*ringcastv1.SubscribeEventsResponse) ([]byte, error)) ([]byte, error) {
+	slot := &e.encoded[enc]
+	if b := slot.Load(); b != nil {
+		return *b, nil
+	}
+	b, err := marshal(e.resp)
+	if err != nil {
+		return nil, err
+	}
+	if !slot.CompareAndSwap(nil, &b) {
+		b = *slot.Load()
+	}
+	return b, nil
 }
 
 // Response is the shared, read-only response for this event.

@@ -55,6 +55,15 @@ type Flusher interface {
 	Flush() error
 }
 
+// EventSink is implemented by sinks that can make use of the event behind a
+// shared response (its cached encodings, see Event.Encoded): Subscribe calls
+// SendEvent(ev) instead of Send(ev.Response()) whenever it sends an event's
+// shared response unchanged.
+type EventSink interface {
+	Sink
+	SendEvent(*Event) error
+}
+
 // SinkFunc adapts a function (such as connect.ServerStream.Send) to Sink.
 type SinkFunc func(*ringcastv1.SubscribeEventsResponse) error
 
@@ -80,6 +89,7 @@ func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) error {
 	}()
 	s := &stream{h: h, req: req, sink: sink, lastSend: time.Now()}
 	s.flusher, _ = sink.(Flusher)
+	s.eventSink, _ = sink.(EventSink)
 	if len(req.Topics) > 0 {
 		s.match = topicMatcher(req.Topics)
 	}
@@ -100,7 +110,9 @@ type stream struct {
 	req     Request
 	sink    Sink
 	flusher Flusher
-	match   func(topic string) bool // nil: no filter
+	// eventSink is sink when it takes shared events whole; else nil.
+	eventSink EventSink
+	match     func(topic string) bool // nil: no filter
 
 	// next is the next seq to read from the ring; every seq < next has been
 	// delivered or skipped by the filter ("covered").
@@ -206,7 +218,7 @@ func (s *stream) snapshot() error {
 	statusSent := false
 	for i := 0; i < len(facts) || !statusSent; {
 		if !statusSent && (i == len(facts) || status.Seq < facts[i].seq) {
-			if err := s.sink.Send(status.resp); err != nil {
+			if err := s.sendShared(status); err != nil {
 				return err
 			}
 			s.sent, statusSent = status.Seq, true
@@ -323,7 +335,13 @@ func (s *stream) deliver(batch []*Event) error {
 			}
 			continue
 		}
-		if err := s.sink.Send(resp); err != nil {
+		var err error
+		if resp == ev.resp {
+			err = s.sendShared(ev)
+		} else {
+			err = s.sink.Send(resp)
+		}
+		if err != nil {
 			return err
 		}
 		s.sent, last = ev.Seq, ev
@@ -336,6 +354,15 @@ func (s *stream) deliver(batch []*Event) error {
 		s.h.cfg.Observer.Delivered(s.req.Face, s.lastSend.Sub(last.Time))
 	}
 	return nil
+}
+
+// sendShared sends ev's shared response, as the event itself when the sink
+// takes events.
+func (s *stream) sendShared(ev *Event) error {
+	if s.eventSink != nil {
+		return s.eventSink.SendEvent(ev)
+	}
+	return s.sink.Send(ev.resp)
 }
 
 // filtered is the response this stream sends for ev: the shared one when

@@ -34,20 +34,28 @@ var _ ringcastv1connect.EventServiceHandler = (*Service)(nil)
 //
 // Responses are never compressed: a stream's events are shared by every
 // subscriber, and compressing them once per subscriber would multiply the
-// fan-out cost. Compressed requests are still accepted.
+// fan-out cost. Compressed requests are still accepted. For the same reason
+// each event is encoded once per codec and the bytes are shared by every
+// stream that sends it unchanged (see codec.go).
 func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) (string, http.Handler) {
-	opts = append([]connect.HandlerOption{
+	opts = append(append([]connect.HandlerOption{
 		connect.WithInterceptors(validate.NewInterceptor()),
 		connect.WithReadMaxBytes(maxRequestBytes),
 		connect.WithCompressMinBytes(math.MaxInt),
-	}, opts...)
-	return ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, opts...)
+	}, eventCodecs()...), opts...)
+	path, handler := ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, opts...)
+	return path, withBatchWriter(handler)
 }
 
 // SubscribeEvents serves one stream. Unservable cursors are not errors: the
 // hub answers them with ResyncRequired (or Gap) and the stream ends OK.
 func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ringcastv1.SubscribeEventsRequest], stream *connect.ServerStream[ringcastv1.SubscribeEventsResponse]) error {
-	err := s.hub.Subscribe(ctx, hub.RequestFromProto(Face, req.Msg), hub.SinkFunc(stream.Send))
+	sink := &streamSink{conn: stream.Conn(), batch: batchWriterFrom(ctx)}
+	if sink.batch != nil {
+		sink.batch.hold = true
+		defer func() { sink.batch.hold = false }()
+	}
+	err := s.hub.Subscribe(ctx, hub.RequestFromProto(Face, req.Msg), sink)
 	if err != nil && ctx.Err() != nil {
 		return connect.NewError(connect.CodeCanceled, ctx.Err())
 	}

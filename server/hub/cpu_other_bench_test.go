@@ -1,0 +1,7 @@
+//go:build !linux
+
+package hub_test
+
+// CPU time is measured on Linux only; elsewhere the CPU metrics are omitted.
+func processCPU() (int64, bool) { return 0, false }
+func threadCPU() (int64, bool)  { return 0, false }

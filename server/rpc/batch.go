@@ -1,0 +1,56 @@
+package rpc
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+)
+
+// batchWriter holds back the flush connect makes after every streamed
+// message while the hub drives a SubscribeEvents stream, and flushes when
+// the hub says a batch is complete (hub.Flusher, after each batch of events
+// and after each control message). A subscriber that is behind then gets
+// its backlog in one write instead of one write per event; a subscriber that
+// is live still gets every event at once, since a batch of one is flushed
+// as soon as it is written.
+//
+// It is used by the handler goroutine only.
+type batchWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	hold bool // connect's per-message flushes are deferred to flushNow
+}
+
+type batchWriterKey struct{}
+
+// withBatchWriter wraps SubscribeEvents responses in a batchWriter, found by
+// the handler in the request context.
+func withBatchWriter(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != ringcastv1connect.EventServiceSubscribeEventsProcedure {
+			next.ServeHTTP(w, r)
+			return
+		}
+		bw := &batchWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+		next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), batchWriterKey{}, bw)))
+	})
+}
+
+func batchWriterFrom(ctx context.Context) *batchWriter {
+	bw, _ := ctx.Value(batchWriterKey{}).(*batchWriter)
+	return bw
+}
+
+// Flush implements http.Flusher for connect: a no-op while holding.
+func (w *batchWriter) Flush() {
+	if !w.hold {
+		_ = w.rc.Flush()
+	}
+}
+
+// flushNow pushes everything written so far to the client.
+func (w *batchWriter) flushNow() error { return w.rc.Flush() }
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *batchWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,154 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/hub"
+)
+
+// sharedEvent carries a hub event through connect's Send to the codec, so
+// the codec can write the event's cached encoding instead of marshalling its
+// response again for every subscriber. It embeds the response, so it is a
+// proto.Message that marshals to exactly those bytes: any codec or
+// interceptor that does not know it still handles it correctly.
+type sharedEvent struct {
+	*ringcastv1.SubscribeEventsResponse
+	ev *hub.Event
+}
+
+// eventCodec is a protobuf codec (binary or JSON) that encodes each shared
+// event once (hub.Event.Encoded) and appends the cached bytes for every
+// send; anything else is marshalled normally. It names itself as connect's
+// built-in codecs do ("proto", "json", "json; charset=utf-8") and replaces
+// them for the handler.
+type eventCodec struct {
+	name     string
+	encoding hub.Encoding
+	marshal  func(*ringcastv1.SubscribeEventsResponse) ([]byte, error)
+	append   func([]byte, proto.Message) ([]byte, error)
+	unmarsh  func([]byte, proto.Message) error
+	stable   func(proto.Message) ([]byte, error)
+	binary   bool
+}
+
+// eventCodecs returns the handler options installing the caching codecs.
+func eventCodecs() []connect.HandlerOption {
+	return []connect.HandlerOption{
+		connect.WithCodec(newProtoCodec()),
+		connect.WithCodec(newJSONCodec("json")),
+		connect.WithCodec(newJSONCodec("json; charset=utf-8")),
+	}
+}
+
+func newProtoCodec() *eventCodec {
+	return &eventCodec{
+		name:     "proto",
+		encoding: hub.EncodingProto,
+		marshal:  func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) { return proto.Marshal(r) },
+		append:   proto.MarshalOptions{}.MarshalAppend,
+		unmarsh:  proto.Unmarshal,
+		stable:   proto.MarshalOptions{Deterministic: true}.Marshal,
+		binary:   true,
+	}
+}
+
+func newJSONCodec(name string) *eventCodec {
+	return &eventCodec{
+		name:     name,
+		encoding: hub.EncodingJSON,
+		marshal:  func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) { return protojson.Marshal(r) },
+		append:   protojson.MarshalOptions{}.MarshalAppend,
+		unmarsh:  protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal,
+		stable:   protojson.MarshalOptions{}.Marshal,
+	}
+}
+
+func (c *eventCodec) Name() string { return c.name }
+
+// Marshal returns a new slice (connect may recycle what Marshal returns, so
+// the cached bytes are copied, never handed out).
+func (c *eventCodec) Marshal(msg any) ([]byte, error) { return c.MarshalAppend(nil, msg) }
+
+// MarshalAppend appends msg's encoding to dst: a copy of the cached bytes
+// for a shared event, a normal marshal otherwise.
+func (c *eventCodec) MarshalAppend(dst []byte, msg any) ([]byte, error) {
+	if se, ok := msg.(*sharedEvent); ok {
+		b, err := se.ev.Encoded(c.encoding, c.marshal)
+		if err != nil {
+			return nil, err
+		}
+		return append(dst, b...), nil
+	}
+	m, ok := msg.(proto.Message)
+	if !ok {
+		return nil, errNotProto(msg)
+	}
+	return c.append(dst, m)
+}
+
+func (c *eventCodec) Unmarshal(data []byte, msg any) error {
+	m, ok := msg.(proto.Message)
+	if !ok {
+		return errNotProto(msg)
+	}
+	if err := c.unmarsh(data, m); err != nil {
+		return fmt.Errorf("unmarshal into %T: %w", msg, err)
+	}
+	return nil
+}
+
+// MarshalStable and IsBinary keep the optional interface of connect's
+// built-in codecs (used for GET requests).
+func (c *eventCodec) MarshalStable(msg any) ([]byte, error) {
+	if se, ok := msg.(*sharedEvent); ok {
+		msg = se.SubscribeEventsResponse
+	}
+	m, ok := msg.(proto.Message)
+	if !ok {
+		return nil, errNotProto(msg)
+	}
+	return c.stable(m)
+}
+
+func (c *eventCodec) IsBinary() bool { return c.binary }
+
+func errNotProto(msg any) error {
+	return errors.New("rpc: " + fmt.Sprintf("%T", msg) + " is not a proto.Message")
+}
+
+// streamSink sends a stream's responses through connect: shared events as a
+// sharedEvent (one reused value, so sending allocates nothing), everything
+// else as is. With a batchWriter it flushes once per batch (hub.Flusher).
+type streamSink struct {
+	conn   connect.StreamingHandlerConn
+	shared sharedEvent
+	batch  *batchWriter // nil: connect flushes every message
+}
+
+var (
+	_ hub.EventSink = (*streamSink)(nil)
+	_ hub.Flusher   = (*streamSink)(nil)
+)
+
+// Flush writes out the batch held back by the batchWriter.
+func (s *streamSink) Flush() error {
+	if s.batch == nil {
+		return nil
+	}
+	return s.batch.flushNow()
+}
+
+func (s *streamSink) Send(r *ringcastv1.SubscribeEventsResponse) error { return s.conn.Send(r) }
+
+func (s *streamSink) SendEvent(ev *hub.Event) error {
+	s.shared = sharedEvent{SubscribeEventsResponse: ev.Response(), ev: ev}
+	err := s.conn.Send(&s.shared)
+	s.shared = sharedEvent{} // do not pin the event
+	return err
+}
