@@ -32,6 +32,7 @@ type Encoding uint8
 const (
 	EncodingProto Encoding = iota // protobuf binary
 	EncodingJSON                  // protobuf JSON
+	EncodingSSE                   // a Server-Sent Events frame
 	numEncodings
 )
 

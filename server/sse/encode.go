@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -123,43 +122,4 @@ func controlFrame(name string, data any) ([]byte, error) {
 	b = append(b, "\ndata: "...)
 	b = append(b, j...)
 	return append(b, "\n\n"...), nil
-}
-
-// frameCache shares rendered frames between streams: ring events are
-// immutable and their responses shared, so a response pointer seen before
-// has the same frame. It holds one slot per seq modulo its size.
-type frameCache struct {
-	mu    sync.Mutex
-	slots []cachedFrame // guarded by mu; slot seq%len(slots)
-}
-
-type cachedFrame struct {
-	resp  *ringcastv1.SubscribeEventsResponse
-	frame []byte // never modified once stored
-}
-
-func newFrameCache(size int) *frameCache {
-	return &frameCache{slots: make([]cachedFrame, max(size, 1))}
-}
-
-// get returns r's frame, rendering and remembering it on a miss.
-// Per-stream responses (filtered commits, snapshot commits) miss and
-// replace the slot; that costs one render, never a wrong frame, because
-// a hit needs the very same response.
-func (c *frameCache) get(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
-	i := r.GetSeq() % uint64(len(c.slots))
-	c.mu.Lock()
-	s := c.slots[i]
-	c.mu.Unlock()
-	if s.resp == r {
-		return s.frame, nil
-	}
-	f, err := frame(r)
-	if err != nil || f == nil {
-		return f, err
-	}
-	c.mu.Lock()
-	c.slots[i] = cachedFrame{resp: r, frame: f}
-	c.mu.Unlock()
-	return f, nil
 }

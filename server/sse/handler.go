@@ -38,7 +38,6 @@ type Handler struct {
 	log      *slog.Logger
 	retryMin time.Duration
 	retryMax time.Duration
-	cache    *frameCache
 }
 
 // Option configures a Handler.
@@ -61,7 +60,6 @@ func New(h *hub.Hub, opts ...Option) *Handler {
 		log:      slog.New(slog.DiscardHandler),
 		retryMin: time.Second,
 		retryMax: 2 * time.Second,
-		cache:    newFrameCache(h.Window()),
 	}
 	for _, o := range opts {
 		o(s)
@@ -82,7 +80,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	sk := &sink{w: bufio.NewWriterSize(w, 16<<10), rc: http.NewResponseController(w), cache: s.cache}
+	sk := &sink{w: bufio.NewWriterSize(w, 16<<10), rc: http.NewResponseController(w)}
 
 	// The header wins over the query: EventSource re-sends the URL it was
 	// opened with on every reconnect, so lastEventId in the query is only

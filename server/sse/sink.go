@@ -13,9 +13,8 @@ import (
 // writes on Flush, which the hub calls after each batch and each control
 // message. It is owned by the stream's goroutine.
 type sink struct {
-	w     *bufio.Writer
-	rc    *http.ResponseController
-	cache *frameCache
+	w  *bufio.Writer
+	rc *http.ResponseController
 
 	// lastID is the Last-Event-ID as received (cut), for gap events;
 	// malformed says it did not parse, so the hub's gap is renamed.
@@ -24,17 +23,27 @@ type sink struct {
 }
 
 var (
-	_ hub.Sink    = (*sink)(nil)
-	_ hub.Flusher = (*sink)(nil)
+	_ hub.EventSink = (*sink)(nil)
+	_ hub.Flusher   = (*sink)(nil)
 )
+
+// SendEvent writes a ring event sent unchanged: its frame is rendered once
+// and shared by every stream (the event is immutable).
+func (s *sink) SendEvent(ev *hub.Event) error {
+	b, err := ev.Encoded(hub.EncodingSSE, frame)
+	if err != nil {
+		return err
+	}
+	_, err = s.w.Write(b)
+	return err
+}
 
 func (s *sink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 	var b []byte
 	var err error
 	switch ev := r.GetEvent().(type) {
-	case *ringcastv1.SubscribeEventsResponse_Commit, *ringcastv1.SubscribeEventsResponse_ServerStatus:
-		b, err = s.cache.get(r)
-	case *ringcastv1.SubscribeEventsResponse_Progress:
+	case *ringcastv1.SubscribeEventsResponse_Commit, *ringcastv1.SubscribeEventsResponse_ServerStatus, *ringcastv1.SubscribeEventsResponse_Progress:
+		// Per-stream responses: filtered or snapshot commits, Progress.
 		b, err = frame(r)
 	case *ringcastv1.SubscribeEventsResponse_CaughtUp:
 		head := ev.CaughtUp.GetHeadSeq()
