@@ -1,7 +1,8 @@
 // The web console in a real Chromium (Debian's /usr/bin/chromium through
 // playwright-core): gauges appear and move, and a server restart shows as
-// "resynced" and then "live" with the gauges still populated. Screenshots go
-// to test-results/ at the repository root.
+// "resynced" and then "live" with the gauges still populated; and Chromium's
+// native EventSource resumes /events by its own Last-Event-ID across leases.
+// Screenshots go to test-results/ at the repository root.
 //
 // Without a runnable Chromium the test skips locally and FAILS under CI
 // (CI=true). CHROMIUM_PATH overrides /usr/bin/chromium.
@@ -147,5 +148,45 @@ describe("web console in Chromium", () => {
     await page.screenshot({ path: join(resultsDir, "console.png"), fullPage: true });
     assert.deepEqual(errors, [], "no page errors");
     await page.close();
+  });
+
+  it("native EventSource resumes by its own Last-Event-ID across leases, with no gap and no duplicate", async (t) => {
+    if (unavailable !== undefined) {
+      if (inCI) assert.fail(`CI=true and ${unavailable}`);
+      t.skip(unavailable);
+      return;
+    }
+    const leased = await startServer(["--demo-interval", "100ms", "--lease", "1s"]);
+    try {
+      const page = await browser!.newPage();
+      await page.goto(leased.url + "/");
+      await page.evaluate(() => {
+        const w = window as unknown as { sse: { kind: string; id: string }[]; opens: number };
+        w.sse = [];
+        w.opens = 0;
+        const es = new EventSource("/events");
+        es.onopen = () => w.opens++;
+        for (const kind of ["status", "commit", "progress", "caught-up", "gap"]) {
+          es.addEventListener(kind, (e) => w.sse.push({ kind, id: (e as MessageEvent).lastEventId }));
+        }
+      });
+      // The 1 s lease ends each response; EventSource reconnects by itself
+      // (after the server's retry hint) with the last id it saw.
+      await page.waitForFunction(() => (window as unknown as { opens: number }).opens >= 3, null, { timeout: 20_000 });
+      const got = await page.evaluate(() => (window as unknown as { sse: { kind: string; id: string }[] }).sse);
+      await page.close();
+      assert.ok(!got.some((e) => e.kind === "gap"), "a resume within the window is never a gap");
+      assert.ok(got.filter((e) => e.kind === "caught-up").length >= 3, "each connection catches up");
+      const positioned = got.filter((e) => e.kind !== "caught-up");
+      const epoch = formatEpoch(leased.epoch);
+      const seqs = positioned.map((e) => {
+        assert.ok(e.id.startsWith(epoch + "-"), `id ${e.id} carries the epoch`);
+        return Number(e.id.slice(epoch.length + 1));
+      });
+      // Unfiltered, every seq from the bind status on arrives exactly once.
+      assert.deepEqual(seqs, seqs.map((_, i) => i + 1), `ids in order, no gap, no duplicate: ${seqs.join(",")}`);
+    } finally {
+      await leased.stop();
+    }
   });
 });
