@@ -142,9 +142,9 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
-// the demo feed stops, the hub publishes ServerStatus(DRAINING), streams end
-// with OK status, and the listener closes. It returns nil after a clean
-// shutdown.
+// the demo feed stops, the hub publishes ServerStatus(DRAINING), the
+// listener closes along with connections that have not sent a request, and
+// streams end with OK status. It returns nil after a clean shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -155,6 +155,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
+	fresh := newFreshConns()
+	srv.ConnState = fresh.track
 	if s.cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
 		if err != nil {
@@ -184,6 +186,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stopDemo()
 	s.Hub.Drain()
+	if err == nil {
+		// Stop accepting and wait for Serve to return: every connection
+		// it accepted has then been reported as StateNew. Its error now
+		// only reports the listener we closed.
+		_ = ln.Close()
+		<-serveErr
+	}
+	// Connections that have not sent a request are closed now, like idle
+	// ones, rather than counted as busy: Shutdown would wait up to 5 s
+	// for their first request. Node's fetch leaves one open whenever it
+	// aborts a streaming response over HTTP/1.1 (it destroys the stream's
+	// socket and opens a new one), and browsers open speculative ones.
+	// A request that was still arriving on one fares as it would have in
+	// the closed listener's backlog: the client sees the connection close
+	// and retries elsewhere.
+	fresh.closeAll()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil {
@@ -198,6 +216,38 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// freshConns tracks the connections that have not yet delivered a request
+// (http.StateNew).
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func newFreshConns() *freshConns {
+	return &freshConns{conns: make(map[net.Conn]struct{})}
+}
+
+// track is the server's ConnState hook.
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		f.conns[c] = struct{}{}
+	} else {
+		delete(f.conns, c)
+	}
+}
+
+// closeAll closes every connection still waiting for its first request.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		_ = c.Close()
+		delete(f.conns, c)
+	}
 }
 
 // Run listens on cfg.Addr, builds the server, logs one line with the

@@ -1,0 +1,171 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/app"
+	"github.com/ringcast/ringcast/server/ringtest"
+)
+
+// TestShutdownDoesNotWaitForUnusedConnections mimics what Node's fetch
+// (undici) leaves behind when a streaming response is aborted over
+// HTTP/1.1: it destroys the stream's socket and straight away opens a new
+// connection to the same origin that never sends a request. net/http's
+// Shutdown treats such a connection (StateNew) as busy for 5 s, so shutdown
+// used to wait that long (or the whole grace period, if shorter). Now it
+// ends promptly, while a live stream still gets ServerStatus(DRAINING) and
+// an OK end before its connection closes.
+func TestShutdownDoesNotWaitForUnusedConnections(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.ShutdownGrace = 10 * time.Second
+	s, err := app.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+
+	aborted, _ := subscribeRaw(t, addr)
+	aborted.Close() // the client aborts its stream: undici destroys the socket
+	unused, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unused.Close()
+	// Connections are accepted in order, so once this stream answers the
+	// server holds the unused connection too.
+	live, liveBody := subscribeRaw(t, addr)
+	defer live.Close()
+	for deadline := time.Now().Add(5 * time.Second); s.Hub.Subscribers() != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("subscribers %d, want 1 (the live stream)", s.Hub.Subscribers())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	start := time.Now()
+	cancel()
+	var rest []string
+	liveEnded := make(chan error, 1)
+	go func() {
+		var err error
+		rest, err = readFrames(liveBody)
+		liveEnded <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(cfg.ShutdownGrace + 5*time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("shutdown took %v with a %v grace period: it waited on a connection that never sent a request", took, cfg.ShutdownGrace)
+	}
+	if err := <-liveEnded; err != nil {
+		t.Fatalf("live stream: %v (got %q)", err, rest)
+	}
+	if len(rest) < 2 || !strings.Contains(rest[len(rest)-2], "SERVER_STATE_DRAINING") || rest[len(rest)-1] != "end {}" {
+		t.Fatalf("live stream got %q, want ServerStatus(DRAINING) then an OK end", rest)
+	}
+	unused.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := unused.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+		t.Fatalf("unused connection: read %d, %v; want it closed by the server", n, err)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// subscribeRaw opens a Connect SubscribeEvents stream over a plain HTTP/1.1
+// connection and reads its first message.
+func subscribeRaw(t *testing.T, addr string) (net.Conn, io.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("{}")
+	env := make([]byte, 5+len(msg))
+	binary.BigEndian.PutUint32(env[1:5], uint32(len(msg)))
+	copy(env[5:], msg)
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/connect+json\r\nContent-Length: %d\r\n\r\n%s",
+		ringcastv1connect.EventServiceSubscribeEventsProcedure, addr, len(env), env)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		c.Close()
+		t.Fatalf("subscribe: HTTP %d", res.StatusCode)
+	}
+	first, err := readFrame(res.Body)
+	if err != nil {
+		c.Close()
+		t.Fatalf("subscribe: first message: %v", err)
+	}
+	if strings.HasPrefix(first, "end ") {
+		c.Close()
+		t.Fatalf("subscribe: stream ended at once: %s", first)
+	}
+	return c, res.Body
+}
+
+// readFrame reads one Connect envelope: a message, or "end " and the
+// end-of-stream JSON.
+func readFrame(r io.Reader) (string, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return "", err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(hdr[1:]))
+	if _, err := io.ReadFull(r, body); err != nil {
+		return "", err
+	}
+	if hdr[0]&0x02 != 0 {
+		return "end " + string(body), nil
+	}
+	return string(body), nil
+}
+
+// readFrames reads the rest of a stream, up to its end message, then
+// checks that the body ends there.
+func readFrames(r io.Reader) ([]string, error) {
+	var got []string
+	for {
+		f, err := readFrame(r)
+		if err != nil {
+			return got, err
+		}
+		got = append(got, f)
+		if strings.HasPrefix(f, "end ") {
+			if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+				return got, fmt.Errorf("after the end message: %d bytes, %v", n, err)
+			}
+			return got, nil
+		}
+	}
+}
