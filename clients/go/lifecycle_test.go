@@ -400,3 +400,91 @@ func TestConcurrentIterationIsRefused(t *testing.T) {
 		t.Errorf("err = %v, want ErrConcurrentIteration", err)
 	}
 }
+
+// silentService catches every stream up, then sends a one-fact commit every
+// beat (nothing at all when beat is 0) until the client goes away.
+type silentService struct {
+	ringcastv1connect.UnimplementedEventServiceHandler
+	streams atomic.Int64
+	beat    time.Duration
+}
+
+func (s *silentService) SubscribeEvents(ctx context.Context, req *connect.Request[ringcastv1.SubscribeEventsRequest], st *connect.ServerStream[ringcastv1.SubscribeEventsResponse]) error {
+	s.streams.Add(1)
+	if err := st.Send(&ringcastv1.SubscribeEventsResponse{InstanceEpoch: 7, Event: &ringcastv1.SubscribeEventsResponse_CaughtUp{CaughtUp: &ringcastv1.CaughtUp{}}}); err != nil {
+		return err
+	}
+	var tick <-chan time.Time
+	if s.beat > 0 {
+		t := time.NewTicker(s.beat)
+		defer t.Stop()
+		tick = t.C
+	}
+	seq := req.Msg.GetSinceSeq()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
+			seq++
+			commit := &ringcastv1.Commit{FactCount: 1, Facts: []*ringcastv1.Fact{{Topic: "a", Type: "t"}}}
+			if err := st.Send(&ringcastv1.SubscribeEventsResponse{Seq: seq, InstanceEpoch: 7, Event: &ringcastv1.SubscribeEventsResponse_Commit{Commit: commit}}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// TestSilentStreamIsReconnected: a stream that delivers nothing for the
+// idle timeout (a half-open connection) is dropped and resubscribed; time
+// the application spends in the loop body does not count as silence.
+func TestSilentStreamIsReconnected(t *testing.T) {
+	for _, p := range ringtest.Protocols {
+		t.Run(string(p), func(t *testing.T) {
+			t.Run("silent", func(t *testing.T) {
+				svc := &silentService{}
+				c := newClient(t, fakeServer(t, svc), p, ringcast.WithBackoff(ringcast.Backoff{Min: time.Millisecond, Initial: time.Millisecond, Max: 5 * time.Millisecond}))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				go func() {
+					for svc.streams.Load() < 3 && ctx.Err() == nil {
+						time.Sleep(10 * time.Millisecond)
+					}
+					cancel()
+				}()
+				for _, err := range c.Subscribe(ringcast.WithIdleTimeout(100 * time.Millisecond)).Items(ctx) {
+					if err != nil && !errors.Is(err, context.Canceled) {
+						t.Fatalf("silent stream surfaced %v, want a quiet reconnect", err)
+					}
+				}
+				if n := svc.streams.Load(); n < 3 {
+					t.Fatalf("%d streams opened in 10 s, want reconnects after each 100 ms silence", n)
+				}
+			})
+			t.Run("busy application", func(t *testing.T) {
+				svc := &silentService{beat: 50 * time.Millisecond}
+				c := newClient(t, fakeServer(t, svc), p)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				facts := 0
+				for it, err := range c.Subscribe(ringcast.WithIdleTimeout(300 * time.Millisecond)).Items(ctx) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if it.Kind != ringcast.KindFact {
+						continue
+					}
+					if facts++; facts == 1 {
+						time.Sleep(700 * time.Millisecond) // handling the item: not silence
+					}
+					if facts == 5 {
+						break
+					}
+				}
+				if n := svc.streams.Load(); n != 1 {
+					t.Fatalf("%d streams opened, want 1: time in the loop body counted as silence", n)
+				}
+			})
+		})
+	}
+}

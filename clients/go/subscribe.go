@@ -90,6 +90,7 @@ type Resync struct {
 type SubscribeOption func(*subscribeConfig)
 
 type subscribeConfig struct {
+	idle      time.Duration
 	cursor    Cursor
 	topics    []string
 	snapshot  ringcastv1.Snapshot
@@ -126,6 +127,16 @@ func WithSnapshotInline() SubscribeOption { return func(o *subscribeConfig) { o.
 // seq (of the stream's epoch) is consumed. A bound never splits a commit.
 func WithUntil(seq uint64) SubscribeOption { return func(o *subscribeConfig) { o.untilSeq = seq } }
 
+// WithIdleTimeout sets how long a stream may deliver nothing at all (not
+// even a heartbeat) before it is taken for dead — a half-open connection
+// after a network change, say — and reconnected with the cursor. Time the
+// application spends in the loop body does not count. The default is three
+// heartbeat intervals as the server announces them in its ServerStatus
+// (45 s until it has); a negative d disables the check.
+func WithIdleTimeout(d time.Duration) SubscribeOption {
+	return func(o *subscribeConfig) { o.idle = d }
+}
+
 // WithEndAtHead makes the read replay what is there and end after the
 // KindCaughtUp item instead of tailing.
 func WithEndAtHead() SubscribeOption { return func(o *subscribeConfig) { o.endAtHead = true } }
@@ -141,6 +152,26 @@ type Subscription struct {
 
 	running  atomic.Bool
 	onStream func() // test hook: called before each stream is opened
+
+	// heartbeat is the interval the server announced (ServerStatus
+	// limits); 0 until one arrives. Used by the iterating goroutine only.
+	heartbeat time.Duration
+}
+
+// errStreamIdle ends a stream that delivered nothing for the idle timeout.
+var errStreamIdle = errors.New("ringcast: stream silent past the idle timeout; reconnecting")
+
+// idleTimeout is the watchdog period for the next stream (0: none).
+func (s *Subscription) idleTimeout() time.Duration {
+	switch {
+	case s.cfg.idle < 0:
+		return 0
+	case s.cfg.idle > 0:
+		return s.cfg.idle
+	case s.heartbeat > 0:
+		return 3 * s.heartbeat
+	}
+	return 45 * time.Second
 }
 
 // Subscribe returns a subscription; nothing is sent until Items is ranged
@@ -308,17 +339,29 @@ func (s *Subscription) stream(ctx context.Context, st *iterState, yield func(Ite
 	if s.onStream != nil {
 		s.onStream()
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// The watchdog cancels a stream that stays silent; it is paused while
+	// the application handles what the stream delivered.
+	idle := s.idleTimeout()
+	watchdog := time.AfterFunc(time.Hour, func() { cancel(errStreamIdle) })
+	defer watchdog.Stop()
+	arm := func() {
+		if idle > 0 {
+			watchdog.Reset(idle)
+		}
+	}
+	arm()
 	stream, err := s.c.rpc.SubscribeEvents(sctx, connect.NewRequest(req))
 	if err != nil {
-		return streamResult{err: err}
+		return streamResult{err: s.idleCause(sctx, err)}
 	}
 	defer func() {
-		cancel() // first: Close must not wait on a live body
+		cancel(nil) // first: Close must not wait on a live body
 		_ = stream.Close()
 	}()
 	for stream.Receive() {
+		watchdog.Stop()
 		end, err := s.handle(ctx, stream.Msg(), st, &r, yield)
 		if end != endReconnect || err != nil {
 			if errors.Is(err, errResync) {
@@ -327,9 +370,18 @@ func (s *Subscription) stream(ctx context.Context, st *iterState, yield func(Ite
 			r.end, r.err = end, err
 			return r
 		}
+		arm()
 	}
-	r.err = stream.Err()
+	r.err = s.idleCause(sctx, stream.Err())
 	return r
+}
+
+// idleCause reports errStreamIdle when the watchdog ended the stream.
+func (s *Subscription) idleCause(sctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(sctx), errStreamIdle) {
+		return errStreamIdle
+	}
+	return err
 }
 
 // errResync marks a stream ended by ResyncRequired (reconnect from zero).
@@ -377,6 +429,9 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 		}
 		return s.afterPosition()
 	case *ringcastv1.SubscribeEventsResponse_Progress, *ringcastv1.SubscribeEventsResponse_ServerStatus:
+		if hb := msg.GetServerStatus().GetLimits().GetHeartbeatInterval(); hb != nil {
+			s.heartbeat = hb.AsDuration()
+		}
 		_, ok, err := s.accept(epoch, seq)
 		if err != nil {
 			return endReconnect, err
