@@ -4,6 +4,7 @@
 //	ringcast tail      subscribe and print one JSON line per fact and signal
 //	ringcast publish   publish one commit of facts given as JSON
 //	ringcast status    print GetServerStatus as JSON
+//	ringcast load      drive a server on this machine and measure it from outside
 //
 // Every flag can also be given as RINGCAST_<NAME> (upper case, dashes as
 // underscores); a flag on the command line wins.
@@ -30,6 +31,7 @@ Usage:
   ringcast tail    [flags]          subscribe; print one JSON object per fact and per signal
   ringcast publish [flags] [FACT…]  publish one commit; facts as JSON arguments or on stdin
   ringcast status  [flags]          print the server's status as JSON
+  ringcast load    [flags]          load a server on this machine; print its CPU, memory and fan-out as JSON
   ringcast version                  print the version
 
 Run "ringcast COMMAND -h" for a command's flags. Every flag may also be set
@@ -58,6 +60,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = publishCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "status":
 		err = statusCmd(ctx, args[1:], stdout, stderr)
+	case "load":
+		err = loadCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, version)
 	case "help", "-h", "--help", "-help":
