@@ -75,7 +75,7 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("load", loadSynopsis, stderr)
 	cf.register(fs)
 	subscribers := fs.Int("subscribers", 100, "fan-out mode: number of subscribing streams")
-	connections := fs.Int("connections", 0, "HTTP connections the streams are spread over; grpc only (h2c multiplexes streams/connections streams on each, every connection its own client); 0: one per stream for connect and grpcweb (HTTP/1.1 carries one stream per connection), one per 100 streams for grpc")
+	connections := fs.Int("connections", 0, "grpc only: h2c connections the streams are spread over, each with its own HTTP client (0: one per 100 streams); connect and grpcweb use HTTP/1.1, one connection per stream")
 	idle := fs.Int("idle", 0, "idle mode: open this many streams, publish nothing, report the server's memory per stream (0: fan-out mode)")
 	publishers := fs.Int("publishers", 4, "concurrent publishers (each waits for its receipt, so a paced rate needs enough of them to cover the round trip)")
 	rate := fs.Float64("rate", 1000, "commits per second over all publishers (0: as fast as they can)")
