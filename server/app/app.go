@@ -30,6 +30,7 @@ type Config struct {
 	Addr            string
 	Window          int
 	Heartbeat       time.Duration
+	Coalesce        time.Duration
 	Lease           time.Duration
 	WriteTimeout    time.Duration
 	StateKeys       int
@@ -51,6 +52,7 @@ func Defaults() Config {
 		Addr:            "127.0.0.1:8080",
 		Window:          1024,
 		Heartbeat:       15 * time.Second,
+		Coalesce:        time.Millisecond,
 		Lease:           30 * time.Minute,
 		WriteTimeout:    10 * time.Second,
 		StateKeys:       65536,
@@ -112,6 +114,7 @@ func New(cfg Config) (*Server, error) {
 	h, err := hub.New(hub.Config{
 		Window:            cfg.Window,
 		Heartbeat:         cfg.Heartbeat,
+		Coalesce:          cfg.Coalesce,
 		Lease:             cfg.Lease,
 		StateKeys:         cfg.StateKeys,
 		DedupeWindow:      cfg.DedupeWindow,

@@ -46,6 +46,10 @@ type Config struct {
 	DedupeWindow time.Duration
 	// DedupeKeys bounds the remembered idempotency keys. Default 65,536.
 	DedupeKeys int
+	// Coalesce delays each wake-up of waiting streams by up to this long
+	// so that commits published meanwhile are delivered in one batch (one
+	// write per subscriber instead of one per commit). 0: wake at once.
+	Coalesce time.Duration
 	// Version is reported in ServerStatus.
 	Version string
 	// Limits are the request limits enforced at the RPC edge, reported in
@@ -278,11 +282,24 @@ func (h *Hub) signal() {
 // that arrive meanwhile coalesce into one wake-up.
 func (h *Hub) notify() {
 	defer h.notifierWG.Done()
+	window := time.NewTimer(time.Hour)
+	window.Stop()
+	defer window.Stop()
 	for {
 		select {
 		case <-h.done:
 			return
 		case <-h.kick:
+		}
+		if h.cfg.Coalesce > 0 {
+			// Let publishes that follow closely share this wake-up: each
+			// woken stream then writes them in one batch.
+			window.Reset(h.cfg.Coalesce)
+			select {
+			case <-h.done:
+				return
+			case <-window.C:
+			}
 		}
 		h.mu.Lock()
 		ch := h.wake

@@ -237,3 +237,85 @@ func TestLappedSubscriberGetsLaggingWithNoGapBeforeIt(t *testing.T) {
 		t.Fatalf("ResyncRequired %v after delivering 1..%d", rr, covered)
 	}
 }
+
+// flushCounter is a Sink that counts its flushes and the commits it got.
+type flushCounter struct {
+	mu      sync.Mutex
+	flushes int
+	commits int
+	got     chan struct{} // receives after each flush
+}
+
+func (f *flushCounter) Send(m *ringcastv1.SubscribeEventsResponse) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m.GetCommit() != nil {
+		f.commits++
+	}
+	return nil
+}
+
+func (f *flushCounter) Flush() error {
+	f.mu.Lock()
+	f.flushes++
+	f.mu.Unlock()
+	select {
+	case f.got <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (f *flushCounter) flushesSince(before int) int {
+	n, _ := f.counts()
+	return n - before
+}
+
+func (f *flushCounter) counts() (flushes, commits int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.flushes, f.commits
+}
+
+// TestCoalescedWakeUpDeliversCloseCommitsInOneWrite: with Coalesce, commits
+// published within the window reach a live subscriber as one batch (one
+// flush), and none is lost; without it, each is written as it comes.
+func TestCoalescedWakeUpDeliversCloseCommitsInOneWrite(t *testing.T) {
+	for _, tc := range []struct {
+		coalesce             time.Duration
+		minFlushes, maxFlush int
+		description          string
+	}{
+		{200 * time.Millisecond, 1, 1, "coalesced"},
+		{0, 2, 5, "immediate"}, // the control: without the window, writes follow publishes
+	} {
+		t.Run(tc.description, func(t *testing.T) {
+			h := newHub(t, hub.Config{Coalesce: tc.coalesce, Heartbeat: time.Hour})
+			fc := &flushCounter{got: make(chan struct{}, 1)}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- h.Subscribe(ctx, hub.Request{SinceSeq: 1, Epoch: h.Epoch()}, fc) }()
+			<-fc.got // CaughtUp flushed: the stream is live
+			before, _ := fc.counts()
+			for i := range 5 {
+				mustPublish(t, h, fact("a/b", "", i))
+				time.Sleep(5 * time.Millisecond) // spaced publishes, well inside the window
+			}
+			for {
+				if _, commits := fc.counts(); commits == 5 {
+					break
+				}
+				select {
+				case <-fc.got:
+				case <-time.After(5 * time.Second):
+					t.Fatal("commits not delivered")
+				}
+			}
+			cancel()
+			<-done
+			if n := fc.flushesSince(before); n < tc.minFlushes || n > tc.maxFlush {
+				t.Fatalf("%d writes for 5 commits published 5 ms apart, want %d..%d", n, tc.minFlushes, tc.maxFlush)
+			}
+		})
+	}
+}
