@@ -261,6 +261,29 @@ func (cs clients) close() {
 	}
 }
 
+// open is what both modes start with: the server's status (over Connect),
+// a scraper of its /metrics, and the stream clients — one per connection for
+// gRPC, one shared client (a connection per stream) over HTTP/1.1.
+func (cs *clients) open(ctx context.Context, cfg loadConfig) (scrape func(context.Context) (*serverMemory, error), st *ringcastv1.ServerStatus, rpcs []ringcastv1connect.EventServiceClient, err error) {
+	ctl := cs.rpc(loadConfig{server: cfg.server, token: cfg.token, protocol: ringcast.ProtocolConnect}, 0)
+	metricsHC := &http.Client{}
+	*cs = append(*cs, metricsHC)
+	scrape = func(ctx context.Context) (*serverMemory, error) {
+		return scrapeServer(ctx, metricsHC, cfg.server+"/metrics", cfg.token)
+	}
+	if st, err = serverStatus(ctx, ctl); err != nil {
+		return nil, nil, nil, err
+	}
+	if cfg.protocol != ringcast.ProtocolGRPC {
+		return scrape, st, []ringcastv1connect.EventServiceClient{cs.rpc(cfg, 0)}, nil
+	}
+	rpcs = make([]ringcastv1connect.EventServiceClient, cfg.connections)
+	for i := range rpcs {
+		rpcs[i] = cs.rpc(cfg, 0)
+	}
+	return scrape, st, rpcs, nil
+}
+
 // openStreams starts one goroutine per subscriber, each resuming at since,
 // and waits until every stream has caught up (or failed to). It opens at
 // most 64 streams at a time.
@@ -561,14 +584,7 @@ type serverMemory struct {
 func runFanout(ctx context.Context, cfg loadConfig, stderr io.Writer) (*FanoutResult, error) {
 	var cs clients
 	defer cs.close()
-	ctl := cs.rpc(loadConfig{server: cfg.server, token: cfg.token, protocol: ringcast.ProtocolConnect}, 0)
-	metricsHC := &http.Client{}
-	cs = append(cs, metricsHC)
-	scrape := func(ctx context.Context) (*serverMemory, error) {
-		return scrapeServer(ctx, metricsHC, cfg.server+"/metrics", cfg.token)
-	}
-
-	st, err := serverStatus(ctx, ctl)
+	scrape, st, rpcs, err := cs.open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -586,14 +602,6 @@ func runFanout(ctx context.Context, cfg loadConfig, stderr io.Writer) (*FanoutRe
 	r.head.Store(st.HeadSeq)
 	r.slowest.Store(st.HeadSeq)
 
-	rpcs := make([]ringcastv1connect.EventServiceClient, cfg.connections)
-	if cfg.protocol == ringcast.ProtocolGRPC {
-		for i := range rpcs {
-			rpcs[i] = cs.rpc(cfg, 0)
-		}
-	} else {
-		rpcs = []ringcastv1connect.EventServiceClient{cs.rpc(cfg, 0)}
-	}
 	subCtx, stopSubs := context.WithCancel(context.Background())
 	var subWG sync.WaitGroup
 	defer func() { stopSubs(); subWG.Wait() }()
@@ -755,13 +763,7 @@ type IdleResult struct {
 func runIdle(ctx context.Context, cfg loadConfig, stderr io.Writer) (*IdleResult, error) {
 	var cs clients
 	defer cs.close()
-	ctl := cs.rpc(loadConfig{server: cfg.server, token: cfg.token, protocol: ringcast.ProtocolConnect}, 0)
-	metricsHC := &http.Client{}
-	cs = append(cs, metricsHC)
-	scrape := func(ctx context.Context) (*serverMemory, error) {
-		return scrapeServer(ctx, metricsHC, cfg.server+"/metrics", cfg.token)
-	}
-	st, err := serverStatus(ctx, ctl)
+	scrape, st, rpcs, err := cs.open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -770,14 +772,6 @@ func runIdle(ctx context.Context, cfg loadConfig, stderr io.Writer) (*IdleResult
 		return nil, err
 	}
 	r := &loadRun{cfg: cfg, epoch: st.InstanceEpoch}
-	rpcs := make([]ringcastv1connect.EventServiceClient, cfg.connections)
-	if cfg.protocol == ringcast.ProtocolGRPC {
-		for i := range rpcs {
-			rpcs[i] = cs.rpc(cfg, 0)
-		}
-	} else {
-		rpcs = []ringcastv1connect.EventServiceClient{cs.rpc(cfg, 0)}
-	}
 	subCtx, stopSubs := context.WithCancel(context.Background())
 	var subWG sync.WaitGroup
 	defer func() { stopSubs(); subWG.Wait() }()
