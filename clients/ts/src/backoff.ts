@@ -5,16 +5,22 @@
  * delay in `[minMs, min(maxMs, initialMs · 2^n)]`. The floor keeps a server
  * that ends every stream at once from turning the client into a busy loop;
  * the jitter spreads a crowd of clients reconnecting after a restart. `n`
- * goes back to 0 after a healthy stream (one that delivered a position or
- * caught up).
+ * goes back to 0 after a healthy stream: one that moved the cursor to a new
+ * position (delivered a fact, or a Progress or status event beyond the
+ * cursor) or stayed open at least `resetMs`. A stream that only says hello
+ * (a status at the cursor's position, CaughtUp, a resync) and ends is not
+ * healthy, so a server that ends every stream early cannot keep the client
+ * at the shortest delays.
  */
 export interface BackoffOptions {
   /** Ceiling of the first delay (default 250 ms). */
   initialMs?: number;
-  /** Cap of the ceiling (default 30 000 ms). */
+  /** Cap of every delay (default 30 000 ms; values below 1 ms count as 1 ms). */
   maxMs?: number;
-  /** Floor of every delay (default 100 ms; values below 1 ms count as 1 ms). */
+  /** Floor of every delay (default 100 ms; at least 1 ms, at most maxMs). */
   minMs?: number;
+  /** A stream open at least this long counts as healthy (default 30 000 ms). */
+  resetMs?: number;
 }
 
 /** The defaults of {@link BackoffOptions}. */
@@ -22,14 +28,20 @@ export const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>> = Object.freeze
   initialMs: 250,
   maxMs: 30_000,
   minMs: 100,
+  resetMs: 30_000,
 });
 
-/** resolveBackoff fills in defaults and orders the bounds. */
+/**
+ * resolveBackoff fills in defaults and orders the bounds. The cap wins: a
+ * maxMs below initialMs (or minMs) lowers them to maxMs, so no delay ever
+ * exceeds maxMs; every bound stays at least 1 ms.
+ */
 export function resolveBackoff(o: BackoffOptions = {}): Required<BackoffOptions> {
-  const minMs = Math.max(1, finite(o.minMs, DEFAULT_BACKOFF.minMs));
-  const initialMs = Math.max(minMs, finite(o.initialMs, DEFAULT_BACKOFF.initialMs));
-  const maxMs = Math.max(initialMs, finite(o.maxMs, DEFAULT_BACKOFF.maxMs));
-  return { initialMs, maxMs, minMs };
+  const maxMs = Math.max(1, finite(o.maxMs, DEFAULT_BACKOFF.maxMs));
+  const minMs = Math.min(maxMs, Math.max(1, finite(o.minMs, DEFAULT_BACKOFF.minMs)));
+  const initialMs = Math.min(maxMs, Math.max(minMs, finite(o.initialMs, DEFAULT_BACKOFF.initialMs)));
+  const resetMs = Math.max(0, finite(o.resetMs, DEFAULT_BACKOFF.resetMs));
+  return { initialMs, maxMs, minMs, resetMs };
 }
 
 /** backoffDelay is the delay before reconnect number `attempt` (0-based). */

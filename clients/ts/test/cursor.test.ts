@@ -86,4 +86,17 @@ describe("backoff", () => {
     assert.ok(b.minMs >= 1);
     assert.ok(backoffDelay(b, 0, () => 0) >= 1);
   });
+
+  it("honours a cap below the initial delay and the floor", () => {
+    const b = resolveBackoff({ minMs: 200, initialMs: 500, maxMs: 150 });
+    assert.deepEqual([b.minMs, b.initialMs, b.maxMs], [150, 150, 150]);
+    for (let n = 0; n < 5; n++) {
+      assert.ok(backoffDelay(b, n, () => 0.999999) <= 150, "no delay above maxMs");
+    }
+    const low = resolveBackoff({ initialMs: 250, maxMs: 100 });
+    assert.equal(low.maxMs, 100);
+    assert.equal(low.initialMs, 100);
+    assert.equal(low.minMs, 100);
+    assert.ok(backoffDelay(low, 3, () => 0.5) <= 100);
+  });
 });
