@@ -64,6 +64,9 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 
 // Publish appends one commit.
 func (s *Service) Publish(_ context.Context, req *connect.Request[ringcastv1.PublishRequest]) (*connect.Response[ringcastv1.PublishResponse], error) {
+	if err := checkFinite(req.Msg.GetFacts()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	r, err := s.hub.Publish(req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
 	if errors.Is(err, hub.ErrDraining) {
 		return nil, connect.NewError(connect.CodeUnavailable, err)

@@ -3,11 +3,13 @@ package rpc_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
 	validatepb "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcast "github.com/ringcast/ringcast/clients/go"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -111,6 +113,28 @@ func TestBadPublishIsRejectedWholeAndAppendsNothing(t *testing.T) {
 				t.Fatalf("violations %v", ids)
 			}
 		})
+	})
+}
+
+// TestNonFiniteNumbersAreRejected: binary protobuf can carry NaN and ±Inf
+// in a fact's data, JSON cannot; such a publish is refused whole so it can
+// never break a JSON or SSE subscriber.
+func TestNonFiniteNumbersAreRejected(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+		srv := ringtest.Start(t, ringtest.Config())
+		c := srv.Client(p)
+		_, before := srv.Hub().Bounds()
+		for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+			nested, _ := structpb.NewStruct(map[string]any{"ok": 1.0, "levels": []any{1.0, map[string]any{"x": v}}})
+			facts := []*ringcastv1.Fact{fact("a/b", "", 0), {Topic: "a/b", Type: "t", Payload: &ringcastv1.Fact_Data{Data: nested}}}
+			_, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{Facts: facts}))
+			if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "facts[1].data.levels[1].x") {
+				t.Fatalf("publish with %v: %v, want invalid_argument naming facts[1].data.levels[1].x", v, err)
+			}
+		}
+		if _, head := srv.Hub().Bounds(); head != before {
+			t.Fatalf("head moved from %d to %d", before, head)
+		}
 	})
 }
 
