@@ -244,17 +244,19 @@ func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt,
 		f.Index = uint32(i)
 	}
 	h.mu.Lock()
-	if h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
-		h.mu.Unlock()
-		return Receipt{}, ErrDraining
-	}
 	now := time.Now()
 	if idempotencyKey != "" {
+		// A retry of a publish that succeeded gets its receipt, even
+		// while draining.
 		if r, ok := h.dedupe.get(idempotencyKey, now); ok {
 			h.mu.Unlock()
 			r.Duplicate = true
 			return r, nil
 		}
+	}
+	if h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
+		h.mu.Unlock()
+		return Receipt{}, ErrDraining
 	}
 	ev := newCommitEvent(h.epoch, h.ring.head+1, now, facts)
 	h.ring.push(ev)

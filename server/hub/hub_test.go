@@ -319,3 +319,54 @@ func TestCoalescedWakeUpDeliversCloseCommitsInOneWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestFilteredStreamGetsProgressWhileUnrelatedCommitsFlow: a stream whose
+// filter skips every commit of a steady flow still hears from the server
+// once per heartbeat interval (a Progress with the covered position), long
+// before W/4 commits have passed.
+func TestFilteredStreamGetsProgressWhileUnrelatedCommitsFlow(t *testing.T) {
+	h := newHub(t, hub.Config{Window: 4096, Heartbeat: 50 * time.Millisecond})
+	progress := make(chan uint64, 16)
+	sink := hub.SinkFunc(func(m *ringcastv1.SubscribeEventsResponse) error {
+		if m.GetProgress() != nil {
+			select {
+			case progress <- m.Seq:
+			default:
+			}
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- h.Subscribe(ctx, hub.Request{SinceSeq: 1, Epoch: h.Epoch(), Topics: []string{"wanted"}}, sink)
+	}()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				mustPublish(t, h, fact("unrelated", "", i))
+			}
+		}
+	})
+	var got []uint64
+	for len(got) < 3 {
+		select {
+		case seq := <-progress:
+			got = append(got, seq)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("filtered stream heard %v in 5 s of unrelated commits (one every 5 ms, heartbeat 50 ms)", got)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	cancel()
+	<-done
+	if got[2] >= 1024 {
+		t.Fatalf("Progress %v only after %d commits: the heartbeat interval did not bound the silence", got, got[2])
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -200,6 +201,7 @@ func (s *stream) snapshot() error {
 	if s.req.Snapshot != ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY {
 		h.mu.RLock()
 		s.next, s.target = h.ring.oldest(), h.ring.head
+		s.coveredAt = h.ring.get(s.next).Time // what a Progress before the first event says
 		h.mu.RUnlock()
 		return nil
 	}
@@ -268,7 +270,7 @@ func (s *stream) loop(ctx context.Context) error {
 			if err := s.flushProgress(); err != nil {
 				return err
 			}
-			cu := &ringcastv1.CaughtUp{HeadSeq: covered}
+			cu := &ringcastv1.CaughtUp{HeadSeq: covered, HeartbeatInterval: durationpb.New(s.h.cfg.Heartbeat)}
 			if err := s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_CaughtUp{CaughtUp: cu}}); err != nil {
 				return err
 			}
@@ -314,8 +316,16 @@ func (s *stream) loop(ctx context.Context) error {
 			return err
 		}
 		clear(s.batch) // do not pin evicted events
-		if !s.leaseEnd.IsZero() && s.lastSend.After(s.leaseEnd) {
+		now := time.Now()
+		if !s.leaseEnd.IsZero() && now.After(s.leaseEnd) {
 			return s.flushProgress()
+		}
+		if now.Sub(s.lastSend) >= s.h.cfg.Heartbeat && s.next-1 > s.sent {
+			// Busy skipping filtered commits: report the coverage now,
+			// as wait would on an idle stream.
+			if err := s.sendProgress(); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -349,8 +359,11 @@ func (s *stream) deliver(batch []*Event) error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	s.lastSend = time.Now()
 	if last != nil {
+		// Only a batch that wrote something resets the idle clock: a
+		// stream whose filter skips everything still gets its Progress
+		// (or heartbeat) once per heartbeat interval.
+		s.lastSend = time.Now()
 		s.h.cfg.Observer.Delivered(s.req.Face, s.lastSend.Sub(last.Time))
 	}
 	return nil
