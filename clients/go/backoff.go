@@ -26,6 +26,10 @@ var DefaultBackoff = Backoff{Min: 50 * time.Millisecond, Initial: 250 * time.Mil
 func (b Backoff) Delay(attempt int) time.Duration {
 	ceil := b.Initial
 	for i := 0; i < attempt && ceil < b.Max; i++ {
+		if ceil > b.Max/2 {
+			ceil = b.Max // doubling would pass the cap (or overflow)
+			break
+		}
 		ceil *= 2
 	}
 	ceil = min(ceil, b.Max)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcast "github.com/ringcast/ringcast/clients/go"
@@ -405,13 +406,18 @@ func TestConcurrentIterationIsRefused(t *testing.T) {
 // beat (nothing at all when beat is 0) until the client goes away.
 type silentService struct {
 	ringcastv1connect.UnimplementedEventServiceHandler
-	streams atomic.Int64
-	beat    time.Duration
+	streams  atomic.Int64
+	beat     time.Duration
+	announce time.Duration // heartbeat interval announced in CaughtUp (0: none)
 }
 
 func (s *silentService) SubscribeEvents(ctx context.Context, req *connect.Request[ringcastv1.SubscribeEventsRequest], st *connect.ServerStream[ringcastv1.SubscribeEventsResponse]) error {
 	s.streams.Add(1)
-	if err := st.Send(&ringcastv1.SubscribeEventsResponse{InstanceEpoch: 7, Event: &ringcastv1.SubscribeEventsResponse_CaughtUp{CaughtUp: &ringcastv1.CaughtUp{}}}); err != nil {
+	cu := &ringcastv1.CaughtUp{}
+	if s.announce > 0 {
+		cu.HeartbeatInterval = durationpb.New(s.announce)
+	}
+	if err := st.Send(&ringcastv1.SubscribeEventsResponse{InstanceEpoch: 7, Event: &ringcastv1.SubscribeEventsResponse_CaughtUp{CaughtUp: cu}}); err != nil {
 		return err
 	}
 	var tick <-chan time.Time
@@ -459,6 +465,26 @@ func TestSilentStreamIsReconnected(t *testing.T) {
 				}
 				if n := svc.streams.Load(); n < 3 {
 					t.Fatalf("%d streams opened in 10 s, want reconnects after each 100 ms silence", n)
+				}
+			})
+			t.Run("announced heartbeat sets the default timeout", func(t *testing.T) {
+				svc := &silentService{announce: 30 * time.Millisecond} // 3 × 30 ms instead of 45 s
+				c := newClient(t, fakeServer(t, svc), p, ringcast.WithBackoff(ringcast.Backoff{Min: time.Millisecond, Initial: time.Millisecond, Max: 5 * time.Millisecond}))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				go func() {
+					for svc.streams.Load() < 3 && ctx.Err() == nil {
+						time.Sleep(10 * time.Millisecond)
+					}
+					cancel()
+				}()
+				for _, err := range c.Subscribe().Items(ctx) {
+					if err != nil && !errors.Is(err, context.Canceled) {
+						t.Fatal(err)
+					}
+				}
+				if n := svc.streams.Load(); n < 3 {
+					t.Fatalf("%d streams in 10 s: the announced 30 ms heartbeat did not set the idle timeout", n)
 				}
 			})
 			t.Run("busy application", func(t *testing.T) {

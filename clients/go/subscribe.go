@@ -131,8 +131,8 @@ func WithUntil(seq uint64) SubscribeOption { return func(o *subscribeConfig) { o
 // even a heartbeat) before it is taken for dead — a half-open connection
 // after a network change, say — and reconnected with the cursor. Time the
 // application spends in the loop body does not count. The default is three
-// heartbeat intervals as the server announces them in its ServerStatus
-// (45 s until it has); a negative d disables the check.
+// heartbeat intervals as the server announces them (in CaughtUp and
+// ServerStatus; 45 s until it has); a negative d disables the check.
 func WithIdleTimeout(d time.Duration) SubscribeOption {
 	return func(o *subscribeConfig) { o.idle = d }
 }
@@ -343,11 +343,10 @@ func (s *Subscription) stream(ctx context.Context, st *iterState, yield func(Ite
 	defer cancel(nil)
 	// The watchdog cancels a stream that stays silent; it is paused while
 	// the application handles what the stream delivered.
-	idle := s.idleTimeout()
 	watchdog := time.AfterFunc(time.Hour, func() { cancel(errStreamIdle) })
 	defer watchdog.Stop()
 	arm := func() {
-		if idle > 0 {
+		if idle := s.idleTimeout(); idle > 0 { // what the server announced so far
 			watchdog.Reset(idle)
 		}
 	}
@@ -443,6 +442,9 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 		s.setCursor(Cursor{Epoch: epoch, Seq: seq})
 		return s.afterPosition()
 	case *ringcastv1.SubscribeEventsResponse_CaughtUp:
+		if hb := ev.CaughtUp.GetHeartbeatInterval(); hb != nil {
+			s.heartbeat = hb.AsDuration()
+		}
 		if err := ctx.Err(); err != nil {
 			return endReconnect, err
 		}

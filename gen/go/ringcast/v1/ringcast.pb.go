@@ -802,9 +802,12 @@ func (*Progress) Descriptor() ([]byte, []int) {
 type CaughtUp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The position the stream has covered when it caught up.
-	HeadSeq       uint64 `protobuf:"varint,1,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HeadSeq uint64 `protobuf:"varint,1,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	// The stream sends something (a heartbeat at least) at least this often:
+	// a client may take a silence of a few intervals for a dead connection.
+	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CaughtUp) Reset() {
@@ -842,6 +845,13 @@ func (x *CaughtUp) GetHeadSeq() uint64 {
 		return x.HeadSeq
 	}
 	return 0
+}
+
+func (x *CaughtUp) GetHeartbeatInterval() *durationpb.Duration {
+	if x != nil {
+		return x.HeartbeatInterval
+	}
+	return nil
 }
 
 // Heartbeat keeps an idle stream alive and reports the window.
@@ -1501,9 +1511,10 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\fcontent_type\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\vcontentTypeB\t\n" +
 	"\apayload\"\n" +
 	"\n" +
-	"\bProgress\"%\n" +
+	"\bProgress\"o\n" +
 	"\bCaughtUp\x12\x19\n" +
-	"\bhead_seq\x18\x01 \x01(\x04R\aheadSeq\"E\n" +
+	"\bhead_seq\x18\x01 \x01(\x04R\aheadSeq\x12H\n" +
+	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\"E\n" +
 	"\tHeartbeat\x12\x19\n" +
 	"\bhead_seq\x18\x01 \x01(\x04R\aheadSeq\x12\x1d\n" +
 	"\n" +
@@ -1627,28 +1638,29 @@ var file_ringcast_v1_ringcast_proto_depIdxs = []int32{
 	11, // 9: ringcast.v1.SubscribeEventsResponse.resync_required:type_name -> ringcast.v1.ResyncRequired
 	7,  // 10: ringcast.v1.Commit.facts:type_name -> ringcast.v1.Fact
 	20, // 11: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
-	2,  // 12: ringcast.v1.ResyncRequired.reason:type_name -> ringcast.v1.Reason
-	2,  // 13: ringcast.v1.Gap.reason:type_name -> ringcast.v1.Reason
-	19, // 14: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
-	3,  // 15: ringcast.v1.ServerStatus.state:type_name -> ringcast.v1.ServerState
-	14, // 16: ringcast.v1.ServerStatus.limits:type_name -> ringcast.v1.Limits
-	21, // 17: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
-	21, // 18: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
-	21, // 19: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
-	7,  // 20: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
-	19, // 21: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
-	13, // 22: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
-	4,  // 23: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
-	15, // 24: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
-	17, // 25: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
-	5,  // 26: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
-	16, // 27: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
-	18, // 28: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
-	26, // [26:29] is the sub-list for method output_type
-	23, // [23:26] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	21, // 12: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
+	2,  // 13: ringcast.v1.ResyncRequired.reason:type_name -> ringcast.v1.Reason
+	2,  // 14: ringcast.v1.Gap.reason:type_name -> ringcast.v1.Reason
+	19, // 15: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
+	3,  // 16: ringcast.v1.ServerStatus.state:type_name -> ringcast.v1.ServerState
+	14, // 17: ringcast.v1.ServerStatus.limits:type_name -> ringcast.v1.Limits
+	21, // 18: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
+	21, // 19: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
+	21, // 20: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
+	7,  // 21: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
+	19, // 22: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
+	13, // 23: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
+	4,  // 24: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
+	15, // 25: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
+	17, // 26: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
+	5,  // 27: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
+	16, // 28: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
+	18, // 29: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
+	27, // [27:30] is the sub-list for method output_type
+	24, // [24:27] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_ringcast_v1_ringcast_proto_init() }
