@@ -69,20 +69,23 @@ func Defaults() Config {
 // Validate reports configuration errors before anything starts.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Window < 1 {
-		errs = append(errs, errors.New("window must be at least 1"))
+	if c.Window < 1 || c.Window > 1<<24 {
+		errs = append(errs, errors.New("window must be between 1 and 16777216"))
 	}
 	if c.Heartbeat <= 0 {
 		errs = append(errs, errors.New("heartbeat must be positive"))
 	}
-	if c.WriteTimeout <= 0 {
-		errs = append(errs, errors.New("write-timeout must be positive"))
+	if c.WriteTimeout < 10*time.Millisecond {
+		errs = append(errs, errors.New("write-timeout must be at least 10ms"))
 	}
-	if c.StateKeys < 1 {
-		errs = append(errs, errors.New("state-keys must be at least 1"))
+	if c.Coalesce < 0 {
+		errs = append(errs, errors.New("coalesce must not be negative"))
 	}
-	if c.MaxRequestBytes < 1024 {
-		errs = append(errs, errors.New("max-request-bytes must be at least 1024"))
+	if c.StateKeys < 1 || c.StateKeys > 1<<24 {
+		errs = append(errs, errors.New("state-keys must be between 1 and 16777216"))
+	}
+	if c.MaxRequestBytes < 1024 || c.MaxRequestBytes > 1<<30 {
+		errs = append(errs, errors.New("max-request-bytes must be between 1024 and 1073741824"))
 	}
 	if c.Demo && c.DemoInterval <= 0 {
 		errs = append(errs, errors.New("demo-interval must be positive"))
@@ -99,6 +102,7 @@ type Server struct {
 	Handler http.Handler
 	cfg     Config
 	guard   *writeGuard
+	tls     *tls.Config // nil: plaintext HTTP/1.1 and h2c
 }
 
 // New builds the hub (minting the epoch and publishing ServerStatus at seq
@@ -109,6 +113,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	var tlsConfig *tls.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("load TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	m := newMetrics()
 	h, err := hub.New(hub.Config{
@@ -141,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("/events", newSSEHandler(h, cfg))
 	mux.Handle("/", newConsoleHandler())
 	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
-	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard}, nil
+	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, tls: tlsConfig}, nil
 }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
@@ -160,13 +172,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	fresh := newFreshConns()
 	srv.ConnState = fresh.track
-	if s.cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
-		if err != nil {
-			return fmt.Errorf("load TLS certificate: %w", err)
-		}
+	if s.tls != nil {
 		protocols.SetHTTP2(true)
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		srv.TLSConfig = s.tls
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 

@@ -146,6 +146,11 @@ func TestConfigValidationNamesEveryProblem(t *testing.T) {
 	if _, err := app.New(cfg); err == nil {
 		t.Fatal("app.New accepted an invalid config")
 	}
+	cfg = ringtest.Config()
+	cfg.TLSCert, cfg.TLSKey = "missing-cert.pem", "missing-key.pem"
+	if _, err := app.New(cfg); err == nil || !strings.Contains(err.Error(), "load TLS certificate") {
+		t.Fatalf("app.New with missing certificate files: %v, want a load error before anything starts", err)
+	}
 }
 
 // selfSigned writes a certificate for 127.0.0.1 and its key into a temp

@@ -87,10 +87,14 @@ func (w *guardedWriter) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
-func (w *guardedWriter) Flush() {
+func (w *guardedWriter) Flush() { _ = w.FlushError() }
+
+// FlushError flushes and reports a failed (or cut) write, so that
+// http.ResponseController.Flush — and through it the stream — sees it.
+func (w *guardedWriter) FlushError() error {
 	w.since.Store(time.Now().UnixNano())
 	defer w.since.Store(0)
-	_ = w.rc.Flush()
+	return w.rc.Flush()
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
