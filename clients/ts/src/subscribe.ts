@@ -32,11 +32,20 @@ export interface SubscribeOptions {
    * application sees one "resynced" signal before the snapshot.
    */
   onUnservable?: "resync_terminal" | "snapshot_inline" | OnUnservable;
-  /** Bounded read: end the iteration once position untilSeq is consumed. */
+  /**
+   * Bounded read: end the iteration once position untilSeq is consumed (the
+   * iteration ends right after the item that covers it, without waiting for
+   * another message).
+   */
   untilSeq?: bigint;
   /** Bounded read: end the iteration after the "caught_up" signal. */
   endAtHead?: boolean;
-  /** Aborting ends the iteration promptly: the pending next() rejects with the signal's reason. */
+  /**
+   * Aborting ends the iteration promptly: a pending next() (or the next
+   * call, when the abort came while the application held an item) rejects
+   * with the signal's reason, and the cursor stays on the last item handed
+   * over.
+   */
   signal?: AbortSignal;
   /** Headers sent with every subscribe (e.g. Authorization). */
   headers?: HeadersInit;
@@ -44,11 +53,17 @@ export interface SubscribeOptions {
   backoff?: BackoffOptions;
   /**
    * A stream that delivers nothing (not even a heartbeat) for this long is
-   * considered dead and reconnected. Default: three heartbeat intervals as
-   * the server announces them (45 s until it does).
+   * considered dead and reconnected. Time the application spends with an
+   * item does not count. Undefined or 0: three heartbeat intervals as the
+   * server announces them (45 s until it does). Negative: no idle check.
+   * NaN or an infinite value makes subscribe() throw a RangeError.
    */
   idleTimeoutMs?: number;
-  /** Called on connection lifecycle changes (for status displays and logs). */
+  /**
+   * Called on connection lifecycle changes (for status displays and logs).
+   * It runs inside the iteration: an exception it throws is not retried but
+   * ends the iteration (the pending next() rejects with it).
+   */
   onConnection?: (event: ConnectionEvent) => void;
 }
 
@@ -86,6 +101,11 @@ export const PERMANENT_CODES: ReadonlySet<Code> = new Set([
 ]);
 
 const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
+/** The longest delay setTimeout honours (longer ones fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The reason the internal signal carries when return() ends a waiting next(). */
+const STOPPED: unique symbol = Symbol("ringcast.stopped");
 
 /**
  * subscribe opens a resumable subscription over any Connect transport
@@ -103,12 +123,19 @@ export function subscribe(transport: Transport, options: SubscribeOptions = {}):
  *
  * Consumption: an item is CONSUMED the moment the iterator hands it to the
  * application (the promise returned by next() resolves with it). The cursor
- * then already covers it, so a `for await` body that processes an item and
+ * then already covers it, so a `for await` body that applies an item and
  * then reads `subscription.cursor` gets a cursor to persist alongside the
- * item's effects. Leaving the loop (`break`, `return`, a throw in the body)
- * keeps the cursor at the item after the last one delivered, even in the
- * middle of a commit: resuming from it delivers the rest of that commit and
- * nothing twice.
+ * item's effects. Persist it only after those effects succeeded — never on
+ * an error path: a cursor saved before (or instead of) the effects skips
+ * the item on resume. Leaving the loop (`break`, `return`, a throw in the
+ * body) keeps the cursor at the item after the last one delivered, even in
+ * the middle of a commit: resuming from it delivers the rest of that commit
+ * and nothing twice.
+ *
+ * Ending: `signal` ends the iteration at any moment — a next() waiting for
+ * the network or a reconnect rejects with the signal's reason at once. The
+ * iterator's return() (what `break` calls) also ends a waiting next(): that
+ * next() resolves with `done: true`.
  *
  * Progress and server status events move the cursor to (seq, 0) and
  * heartbeats keep the stream alive; none is yielded. "caught_up" is yielded
@@ -120,7 +147,9 @@ export class Subscription implements AsyncIterable<StreamItem> {
   readonly #opts: SubscribeOptions;
   #cursor: Cursor;
   #started = false;
+  /** The idle timeout in ms (< 0: none); the server's heartbeat adjusts it unless set by the caller. */
   #idleTimeoutMs: number;
+  readonly #idleFixed: boolean;
   /** The application has been told "caught_up" and nothing replayed since. */
   #live = false;
 
@@ -129,7 +158,12 @@ export class Subscription implements AsyncIterable<StreamItem> {
     this.#opts = options;
     const c = options.cursor;
     this.#cursor = c === undefined ? ZERO_CURSOR : typeof c === "string" ? parseCursor(c) : Object.freeze({ ...checkCursor(c) });
-    this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    const idle = options.idleTimeoutMs;
+    if (idle !== undefined && (typeof idle !== "number" || !Number.isFinite(idle))) {
+      throw new RangeError(`ringcast: idleTimeoutMs must be a finite number of milliseconds (negative disables the check), got ${String(idle)}`);
+    }
+    this.#idleFixed = idle !== undefined && idle !== 0;
+    this.#idleTimeoutMs = this.#idleFixed ? (idle! < 0 ? -1 : Math.min(idle!, MAX_TIMER_MS)) : DEFAULT_IDLE_TIMEOUT_MS;
     resolveBackoff(options.backoff); // validate early
   }
 
@@ -143,77 +177,98 @@ export class Subscription implements AsyncIterable<StreamItem> {
     return formatCursor(this.#cursor);
   }
 
-  [Symbol.asyncIterator](): AsyncIterator<StreamItem> {
+  [Symbol.asyncIterator](): AsyncIterator<StreamItem, void, undefined> {
     if (this.#started) {
       throw new Error("ringcast: a Subscription can be iterated only once");
     }
     this.#started = true;
-    return this.#run();
+    // One signal for the loop: the caller's, or return() ending a waiting next().
+    const stop = new AbortController();
+    const user = this.#opts.signal;
+    const onUserAbort = () => stop.abort(user?.reason);
+    if (user?.aborted) {
+      onUserAbort();
+    } else {
+      user?.addEventListener("abort", onUserAbort, { once: true });
+    }
+    const release = () => user?.removeEventListener("abort", onUserAbort);
+    return new SubscriptionIterator(this.#run(stop.signal), stop, release);
   }
 
-  async *#run(): AsyncGenerator<StreamItem, void, undefined> {
+  async *#run(signal: AbortSignal): AsyncGenerator<StreamItem, void, undefined> {
     const o = this.#opts;
-    const userSignal = o.signal;
     const backoff = resolveBackoff(o.backoff);
     let attempt = 0;
     for (;;) {
-      userSignal?.throwIfAborted();
+      signal.throwIfAborted();
       if (this.#boundReached()) {
         return;
       }
+      // Callbacks run outside the transport error handling: what they throw
+      // reaches the caller and is not retried.
+      o.onConnection?.({ state: "connecting", attempt, cursor: this.#cursor });
+      const started = Date.now();
       const call = new AbortController();
-      const onAbort = () => call.abort(userSignal?.reason);
-      userSignal?.addEventListener("abort", onAbort, { once: true });
+      const onAbort = () => call.abort(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
       const idle = new Watchdog(() => call.abort(new ConnectError("no message within the idle timeout", Code.Unavailable)));
-      const st: AttemptState = { caughtUp: false, healthy: false, resync: false, ended: false, opened: false };
-      let yielding = false;
+      const st: AttemptState = { caughtUp: false, progress: false, resync: false, ended: false, opened: false };
       let error: ConnectError | undefined;
+      let stream: AsyncIterator<SubscribeEventsResponse> | undefined;
       try {
-        o.onConnection?.({ state: "connecting", attempt, cursor: this.#cursor });
-        const stream = this.#client.subscribeEvents(this.#request(), { signal: call.signal, headers: o.headers });
+        stream = this.#client.subscribeEvents(this.#request(), { signal: call.signal, headers: o.headers })[Symbol.asyncIterator]();
         idle.arm(this.#idleTimeoutMs);
-        for await (const res of stream) {
+        for (;;) {
+          let r: IteratorResult<SubscribeEventsResponse>;
+          try {
+            r = await stream.next();
+          } catch (e) {
+            // Only what the transport throws is classified and maybe retried.
+            signal.throwIfAborted();
+            error = ConnectError.from(e);
+            if (PERMANENT_CODES.has(error.code)) {
+              throw error;
+            }
+            break;
+          }
+          if (r.done) {
+            break;
+          }
           idle.disarm();
+          const res = r.value;
           if (!st.opened) {
             st.opened = true;
             o.onConnection?.({ state: "open", epoch: res.instanceEpoch });
           }
+          // #handle runs lazily, one item at a time: the cursor moves to an
+          // item just before it is handed over, never further.
           for (const item of this.#handle(res, st)) {
-            yielding = true;
             yield item;
-            yielding = false;
+            // The application is back for more: stop here if it aborted
+            // meanwhile, or if that item completed the bounded read.
+            signal.throwIfAborted();
+            if (this.#boundReached()) {
+              return;
+            }
           }
-          if (st.ended) {
+          if (st.ended || this.#boundReached()) {
             return;
           }
           idle.arm(this.#idleTimeoutMs);
         }
-      } catch (e) {
-        if (yielding) {
-          throw e; // iterator.throw() from the application
-        }
-        if (userSignal?.aborted) {
-          throw userSignal.reason;
-        }
-        error = ConnectError.from(e);
-        if (PERMANENT_CODES.has(error.code)) {
-          throw error;
-        }
       } finally {
         idle.disarm();
-        userSignal?.removeEventListener("abort", onAbort);
+        signal.removeEventListener("abort", onAbort);
         call.abort();
+        stream?.return?.().catch(() => {});
       }
-      if (this.#boundReached()) {
-        return;
-      }
-      if (st.healthy) {
+      if (st.progress || Date.now() - started >= backoff.resetMs) {
         attempt = 0;
       }
       const delayMs = backoffDelay(backoff, attempt);
       o.onConnection?.({ state: "reconnecting", attempt, delayMs, error, resync: st.resync });
       attempt++;
-      await sleep(delayMs, userSignal);
+      await sleep(delayMs, signal);
     }
   }
 
@@ -222,31 +277,29 @@ export class Subscription implements AsyncIterable<StreamItem> {
     const ev = res.event;
     switch (ev.case) {
       case "commit":
-        st.healthy = true;
         yield* this.#commit(res, ev.value, st);
         return;
       case "progress":
       case "serverStatus":
-        st.healthy = true;
         if (this.#beyondBound(res.seq)) {
           st.ended = true;
           return;
         }
         if (res.seq > this.#cursor.seq || res.instanceEpoch !== this.#cursor.epoch) {
           this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq: res.seq, fact: 0 });
+          st.progress = true;
         }
-        if (ev.case === "serverStatus" && this.#opts.idleTimeoutMs === undefined) {
+        if (ev.case === "serverStatus" && !this.#idleFixed) {
           const hb = ev.value.limits?.heartbeatInterval;
           if (hb !== undefined) {
             const ms = Number(hb.seconds) * 1000 + hb.nanos / 1e6;
-            if (ms > 0) {
-              this.#idleTimeoutMs = 3 * ms + 1000;
+            if (ms > 0 && Number.isFinite(ms)) {
+              this.#idleTimeoutMs = Math.min(3 * ms + 1000, MAX_TIMER_MS);
             }
           }
         }
         return;
       case "caughtUp":
-        st.healthy = true;
         st.caughtUp = true;
         this.#opts.onConnection?.({ state: "caught_up", epoch: res.instanceEpoch, headSeq: ev.value.headSeq });
         if (!this.#live) {
@@ -259,7 +312,6 @@ export class Subscription implements AsyncIterable<StreamItem> {
         return;
       case "gap":
       case "resyncRequired":
-        st.healthy = true;
         st.resync = ev.case === "resyncRequired";
         this.#live = false;
         yield this.#resynced(res, ev.value, ev.case === "gap");
@@ -284,8 +336,14 @@ export class Subscription implements AsyncIterable<StreamItem> {
     }
     const from = sameEpoch && seq === cur.seq ? cur.fact : 0;
     const facts = c.facts.filter((f) => f.index >= from);
+    st.progress = true;
+    if (facts.length === 0) {
+      // Nothing (more) of this commit for this stream: it is consumed.
+      this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq, fact: 0 });
+      return;
+    }
     const eventTime = res.eventTime ? timestampDate(res.eventTime) : undefined;
-    if (facts.length > 0 && !st.caughtUp) {
+    if (!st.caughtUp) {
       this.#live = false; // a replay: tell the application when it is over
     }
     for (let i = 0; i < facts.length; i++) {
@@ -363,8 +421,8 @@ export class Subscription implements AsyncIterable<StreamItem> {
 interface AttemptState {
   /** This stream sent CaughtUp. */
   caughtUp: boolean;
-  /** The stream delivered a position, CaughtUp or a resync: backoff resets. */
-  healthy: boolean;
+  /** This stream moved the cursor to a new position: the backoff starts over. */
+  progress: boolean;
   /** The stream ended with ResyncRequired. */
   resync: boolean;
   /** A bound was reached: the iteration ends. */
@@ -372,13 +430,77 @@ interface AttemptState {
   opened: boolean;
 }
 
+/**
+ * SubscriptionIterator is the async generator behind a Subscription, with a
+ * return() that also ends a next() still waiting for the network or a
+ * reconnect (a plain async generator queues return() behind it).
+ */
+class SubscriptionIterator implements AsyncIterator<StreamItem, void, undefined> {
+  #pending = 0;
+  #done = false;
+
+  constructor(
+    private readonly gen: AsyncGenerator<StreamItem, void, undefined>,
+    private readonly stop: AbortController,
+    private readonly release: () => void,
+  ) {}
+
+  async next(): Promise<IteratorResult<StreamItem, void>> {
+    if (this.#done) {
+      return { done: true, value: undefined };
+    }
+    this.#pending++;
+    try {
+      const r = await this.gen.next();
+      if (r.done) {
+        this.#finish();
+      }
+      return r;
+    } catch (e) {
+      this.#finish();
+      if (e === STOPPED) {
+        return { done: true, value: undefined };
+      }
+      throw e;
+    } finally {
+      this.#pending--;
+    }
+  }
+
+  async return(): Promise<IteratorResult<StreamItem, void>> {
+    if (this.#pending > 0 && !this.stop.signal.aborted) {
+      this.stop.abort(STOPPED);
+    }
+    this.#finish();
+    try {
+      await this.gen.return(undefined);
+    } catch (e) {
+      if (e !== STOPPED) throw e;
+    }
+    return { done: true, value: undefined };
+  }
+
+  async throw(e?: unknown): Promise<IteratorResult<StreamItem, void>> {
+    this.#finish();
+    return this.gen.throw(e);
+  }
+
+  #finish(): void {
+    this.#done = true;
+    this.release();
+  }
+}
+
 /** Watchdog calls fire when armed for longer than ms without a disarm. */
 class Watchdog {
   #timer: ReturnType<typeof setTimeout> | undefined;
   constructor(private readonly fire: () => void) {}
+  /** arm (re)starts the countdown; a negative ms leaves it off. */
   arm(ms: number): void {
     this.disarm();
-    this.#timer = setTimeout(this.fire, ms);
+    if (ms >= 0) {
+      this.#timer = setTimeout(this.fire, ms);
+    }
   }
   disarm(): void {
     if (this.#timer !== undefined) {
