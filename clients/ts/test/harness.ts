@@ -63,8 +63,8 @@ export interface Server {
   readonly epoch: bigint;
   /** SIGTERM and wait for the exit (SIGKILL after 1.5 s). */
   stop(): Promise<void>;
-  /** stop, then start again on the same port (a new epoch). */
-  restart(): Promise<Server>;
+  /** stop, then start again on the same port (a new epoch), with these flags (default: the same). */
+  restart(flags?: string[]): Promise<Server>;
 }
 
 /** startServer runs `ringcast serve --addr 127.0.0.1:<port>` with extra flags. */
@@ -93,9 +93,9 @@ export async function startServer(flags: string[] = [], port = 0): Promise<Serve
     port: boundPort,
     epoch,
     stop,
-    async restart() {
+    async restart(next?: string[]) {
       await stop();
-      return startServer(flags, boundPort);
+      return startServer(next ?? flags, boundPort);
     },
   };
 }

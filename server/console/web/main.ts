@@ -24,6 +24,8 @@ interface Gauge {
   state: GaugeState;
   warning: number;
   severe: number;
+  /** Shown from before the last resync and not refreshed by its snapshot yet. */
+  stale: boolean;
   el: HTMLElement;
 }
 
@@ -118,11 +120,34 @@ function gaugeCard(key: string, catchment: string): HTMLElement {
   return card;
 }
 
+const STALE_BADGE = "no data since resync";
+
+/** markStale greys a card out (or back in) without touching its reading. */
+function markStale(g: Gauge, stale: boolean): void {
+  g.stale = stale;
+  if (stale) g.el.dataset["stale"] = "true";
+  else delete g.el.dataset["stale"];
+  g.el.querySelector(".g-badge")!.textContent = stale ? STALE_BADGE : titleCase(g.state);
+}
+
+/** removeGauge drops a gauge's card, and its catchment's section once empty. */
+function removeGauge(g: Gauge): void {
+  gauges.delete(g.key);
+  const sec = g.el.closest<HTMLElement>(".catchment");
+  g.el.remove();
+  if (sec && !sec.querySelector("[data-gauge-key]")) {
+    sec.remove();
+    catchments.delete(sec.dataset["catchment"] ?? "");
+  }
+  $("empty").hidden = gauges.size > 0;
+}
+
 const TREND: Record<string, string> = { rising: "▲ rising", falling: "▼ falling", steady: "▶ steady" };
 
 function renderGauge(g: Gauge): void {
   const c = g.el;
   c.dataset["state"] = g.state;
+  markStale(g, g.stale);
   c.dataset["level"] = String(g.level);
   c.querySelector(".g-name")!.textContent = g.name;
   c.querySelector(".g-id")!.textContent = g.key;
@@ -135,7 +160,7 @@ function renderGauge(g: Gauge): void {
   c.querySelector<HTMLElement>(".g-fill")!.style.width = pct(g.level);
   c.querySelector<HTMLElement>(".g-mark.warn")!.style.left = pct(g.warning);
   c.querySelector<HTMLElement>(".g-mark.severe")!.style.left = pct(g.severe);
-  c.querySelector(".g-badge")!.textContent = titleCase(g.state);
+  c.querySelector(".g-badge")!.textContent = g.stale ? STALE_BADGE : titleCase(g.state);
   c.querySelector(".g-thr")!.textContent = `warn ${g.warning.toFixed(2)} · severe ${g.severe.toFixed(2)}`;
   c.title = `${g.name} (${g.key}): ${fmtLevel(g.level)} m, ${g.state}`;
 }
@@ -149,6 +174,7 @@ function queueSummary(): void {
     const n: Record<GaugeState, number> = { normal: 0, warning: 0, severe: 0 };
     const per = new Map<string, Record<GaugeState, number>>();
     for (const g of gauges.values()) {
+      if (g.stale) continue; // not a current reading
       n[g.state]++;
       const p = per.get(g.catchment) ?? { normal: 0, warning: 0, severe: 0 };
       p[g.state]++;
@@ -181,18 +207,26 @@ function onLevel(f: FactItem): void {
   const d = f.data ?? {};
   const key = f.key || str(d["gauge"]);
   if (!key) return;
-  const catchment = str(d["catchment"], f.topic.split("/")[1] ?? "other");
   let g = gauges.get(key);
+  // A fact may carry only some fields: what it lacks keeps its last value.
+  const catchment = str(d["catchment"], g?.catchment ?? f.topic.split("/")[1] ?? "other");
   if (!g) {
-    g = { key, name: key, catchment, level: 0, trend: "steady", state: "normal", warning: 0, severe: 0, el: gaugeCard(key, catchment) };
+    g = { key, name: key, catchment, level: 0, trend: "steady", state: "normal", warning: 0, severe: 0, stale: false, el: gaugeCard(key, catchment) };
+    gauges.set(key, g);
+  } else if (g.catchment !== catchment) {
+    removeGauge(g);
+    g.catchment = catchment;
+    g.el = gaugeCard(key, catchment);
     gauges.set(key, g);
   }
-  g.name = str(d["name"], key);
-  g.level = num(d["level_m"]);
-  g.trend = str(d["trend"], "steady");
-  g.state = stateOf(d["state"]);
-  g.warning = num(d["warning_m"]);
-  g.severe = num(d["severe_m"]);
+  g.name = str(d["name"], g.name);
+  g.level = num(d["level_m"], g.level);
+  g.trend = str(d["trend"], g.trend);
+  g.warning = num(d["warning_m"], g.warning);
+  g.severe = num(d["severe_m"], g.severe);
+  if (d["state"] !== undefined) g.state = stateOf(d["state"]);
+  else if (d["level_m"] !== undefined && g.severe > 0) g.state = g.level >= g.severe ? "severe" : g.warning > 0 && g.level >= g.warning ? "warning" : "normal";
+  g.stale = false;
   renderGauge(g);
   queueSummary();
 }
@@ -234,19 +268,44 @@ const REASONS: Record<string, string> = {
   FACT_OUT_OF_RANGE: "the commit we stopped inside is gone",
 };
 
+/** Set from a "resynced" item until the "caught_up" that ends its snapshot. */
+let resyncText: string | undefined;
+
 function onResynced(r: ResyncedSignal): void {
+  // Everything on screen predates what was missed: grey it out until the
+  // snapshot refreshes it.
+  for (const g of gauges.values()) markStale(g, true);
+  queueSummary();
   const why = REASONS[r.reasonName] ?? r.reasonName.toLowerCase();
   const text =
     `Missed events: ${why}. Asked to resume after seq ${r.requestedSeq}` +
     (r.previousEpoch && r.previousEpoch !== r.epoch ? ` of epoch ${formatEpoch(r.previousEpoch)}` : "") +
     `; the server holds seq ${r.oldestSeq}–${r.headSeq}` +
     (r.previousEpoch !== r.epoch ? ` of epoch ${formatEpoch(r.epoch)}` : "") +
-    `. Gauges were rebuilt from each gauge's latest reading; readings and crossings in between were not replayed.`;
+    `.`;
+  resyncText = text;
   $("resync-when").textContent = `at ${fmtTime()} · ${r.reasonName.toLowerCase().replaceAll("_", " ")}`;
-  $("resync-text").textContent = text;
+  $("resync-text").textContent = `${text} Rebuilding the gauges from each gauge's latest reading on the server…`;
   $("resync").hidden = false;
   setStatus("resynced", `${r.reasonName.toLowerCase().replaceAll("_", " ")} · seq ${r.requestedSeq} → snapshot at ${r.headSeq}`);
   log("resync", `Resynced: ${r.reasonName.toLowerCase().replaceAll("_", " ")}`, `requested ${r.requestedSeq}, oldest ${r.oldestSeq}, head ${r.headSeq}`);
+}
+
+/** onSnapshotDone ends a resync: gauges the snapshot did not refresh are gone from the server. */
+function onSnapshotDone(): void {
+  if (resyncText === undefined) return;
+  const gone = [...gauges.values()].filter((g) => g.stale);
+  for (const g of gone) removeGauge(g);
+  queueSummary();
+  const kept = gauges.size;
+  const removed =
+    gone.length === 0
+      ? ""
+      : ` ${gone.length} gauge${gone.length === 1 ? "" : "s"} with no reading on the server since then ${gone.length === 1 ? "was" : "were"} removed (${gone.map((g) => g.key).join(", ")}).`;
+  $("resync-text").textContent =
+    `${resyncText} ${kept} gauge${kept === 1 ? " was" : "s were"} rebuilt from ${kept === 1 ? "its" : "each gauge's"} latest reading on the server; readings and crossings in between were not replayed.` + removed;
+  if (gone.length > 0) log("resync", `Removed ${gone.length} gauge${gone.length === 1 ? "" : "s"} with no reading since the resync`, gone.map((g) => g.key).join(", "));
+  resyncText = undefined;
 }
 
 function onConnection(e: ConnectionEvent): void {
@@ -303,6 +362,7 @@ function handle(item: StreamItem): void {
       else if (item.type === "gauge.threshold") onThreshold(item);
       break;
     case "caught_up":
+      onSnapshotDone();
       log("live", "Live", `caught up at seq ${item.headSeq}`);
       break;
     case "resynced":

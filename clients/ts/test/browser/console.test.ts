@@ -14,7 +14,7 @@ import { after, before, describe, it } from "node:test";
 import { chromium, type Browser, type Page } from "playwright-core";
 
 import { formatEpoch } from "../../src/index.js";
-import { repoRoot, startServer, type Server } from "../harness.js";
+import { publish, repoRoot, startServer, type Server } from "../harness.js";
 
 const executablePath = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const inCI = process.env["CI"] === "true";
@@ -137,6 +137,8 @@ describe("web console in Chromium", () => {
       { timeout: 15_000 },
     );
     assert.equal(await page.locator("[data-gauge-key]").count(), 12, "gauges still populated after the resync");
+    assert.equal(await page.locator("[data-gauge-key][data-stale]").count(), 0, "every gauge refreshed by the snapshot");
+    assert.match((await page.locator("#resync-text").textContent()) ?? "", /12 gauges were rebuilt/);
     const cursor = (await page.locator("#cursor").textContent()) ?? "";
     assert.ok(cursor.startsWith(`rc1.${formatEpoch(srv.epoch)}.`), `cursor moved to the new epoch: ${cursor}`);
     const afterRestart = await levels(page);
@@ -148,6 +150,75 @@ describe("web console in Chromium", () => {
     await page.screenshot({ path: join(resultsDir, "console.png"), fullPage: true });
     assert.deepEqual(errors, [], "no page errors");
     await page.close();
+  });
+
+  it("drops gauges a resync's snapshot lacks, and keeps what a partial reading leaves out", async (t) => {
+    if (unavailable !== undefined) {
+      if (inCI) assert.fail(`CI=true and ${unavailable}`);
+      t.skip(unavailable);
+      return;
+    }
+    let own = await startServer(["--demo-interval", "200ms"]);
+    try {
+      const page = await browser!.newPage({ viewport: { width: 1440, height: 1000 } });
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      await page.goto(own.url + "/");
+      await page.waitForFunction(() => document.querySelectorAll("[data-gauge-key]").length >= 12, null, { timeout: 15_000 });
+      await page.waitForFunction(() => /live/i.test(document.querySelector("[data-testid=stream-status]")?.textContent ?? ""), null, { timeout: 15_000 });
+      await page.evaluate(() => {
+        const w = window as unknown as { statusLog: string[]; sawStale: number };
+        w.statusLog = [];
+        w.sawStale = 0;
+        const el = document.querySelector("[data-testid=stream-status]")!;
+        new MutationObserver(() => w.statusLog.push(el.textContent ?? "")).observe(el, { childList: true, characterData: true, subtree: true });
+        new MutationObserver(() => {
+          w.sawStale = Math.max(w.sawStale, document.querySelectorAll("[data-gauge-key][data-stale]").length);
+        }).observe(document.getElementById("board")!, { attributes: true, attributeFilter: ["data-stale"], subtree: true });
+      });
+
+      // The new instance has no demo feed: its snapshot holds no gauge.
+      own = await own.restart(["--demo=false"]);
+      await page.waitForFunction(
+        () => {
+          const log = (window as unknown as { statusLog: string[] }).statusLog;
+          const r = log.findIndex((s) => /resynced/i.test(s));
+          return r >= 0 && /live/i.test(log.at(-1) ?? "");
+        },
+        null,
+        { timeout: 20_000 },
+      );
+      assert.equal(await page.evaluate(() => (window as unknown as { sawStale: number }).sawStale), 12, "all gauges were greyed out on the resync");
+      assert.equal(await page.locator("[data-gauge-key]").count(), 0, "no gauge from the old instance stays on screen");
+      assert.equal(await page.locator(".catchment").count(), 0, "empty catchments are gone");
+      assert.deepEqual(await page.$$eval(".summary b", (bs) => bs.map((b) => b.textContent)), ["0", "0", "0"], "summary counts recomputed");
+      const banner = (await page.locator("#resync-text").textContent()) ?? "";
+      assert.match(banner, /0 gauges were rebuilt/);
+      assert.match(banner, /12 gauges with no reading on the server since then were removed/);
+      await page.screenshot({ path: join(resultsDir, "console-resynced-empty.png"), fullPage: true });
+
+      // A full reading, then one with only a level: the rest is kept.
+      await publish(own.url, [
+        {
+          topic: "gauges/eden/g-900",
+          type: "gauge.level",
+          key: "g-900",
+          data: { gauge: "g-900", name: "Eden at Test Bridge", catchment: "eden", level_m: 1.2, trend: "steady", state: "normal", warning_m: 2, severe_m: 3 },
+        },
+      ]);
+      await publish(own.url, [{ topic: "gauges/eden/g-900", type: "gauge.level", key: "g-900", data: { level_m: 2.5 } }]);
+      const card = page.locator("[data-gauge-key=g-900]");
+      await page.waitForFunction(() => document.querySelector("[data-gauge-key=g-900]")?.getAttribute("data-level") === "2.5", null, { timeout: 10_000 });
+      assert.equal(await card.locator(".g-name").textContent(), "Eden at Test Bridge");
+      assert.equal(await card.locator(".g-thr").textContent(), "warn 2.00 · severe 3.00");
+      assert.equal(await card.getAttribute("data-state"), "warning", "state follows the level and the kept thresholds");
+      assert.deepEqual(await page.$$eval(".catchment h2", (hs) => hs.map((h) => h.textContent)), ["Eden"]);
+      await page.waitForFunction(() => document.getElementById("n-warning")?.textContent === "1", null, { timeout: 5_000 });
+      assert.deepEqual(errors, [], "no page errors");
+      await page.close();
+    } finally {
+      await own.stop();
+    }
   });
 
   it("native EventSource resumes by its own Last-Event-ID across leases, with no gap and no duplicate", async (t) => {
