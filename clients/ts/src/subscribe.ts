@@ -54,8 +54,9 @@ export interface SubscribeOptions {
   /**
    * A stream that delivers nothing (not even a heartbeat) for this long is
    * considered dead and reconnected. Time the application spends with an
-   * item does not count. Undefined or 0: three heartbeat intervals as the
-   * server announces them (45 s until it does). Negative: no idle check.
+   * item does not count. Undefined or 0: three heartbeat intervals (plus a
+   * second) as the server announces them in CaughtUp and ServerStatus (45 s
+   * until it does). Negative: no idle check.
    * NaN or an infinite value makes subscribe() throw a RangeError.
    */
   idleTimeoutMs?: number;
@@ -289,17 +290,12 @@ export class Subscription implements AsyncIterable<StreamItem> {
           this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq: res.seq, fact: 0 });
           st.progress = true;
         }
-        if (ev.case === "serverStatus" && !this.#idleFixed) {
-          const hb = ev.value.limits?.heartbeatInterval;
-          if (hb !== undefined) {
-            const ms = Number(hb.seconds) * 1000 + hb.nanos / 1e6;
-            if (ms > 0 && Number.isFinite(ms)) {
-              this.#idleTimeoutMs = Math.min(3 * ms + 1000, MAX_TIMER_MS);
-            }
-          }
+        if (ev.case === "serverStatus") {
+          this.#heartbeat(ev.value.limits?.heartbeatInterval);
         }
         return;
       case "caughtUp":
+        this.#heartbeat(ev.value.heartbeatInterval);
         st.caughtUp = true;
         this.#opts.onConnection?.({ state: "caught_up", epoch: res.instanceEpoch, headSeq: ev.value.headSeq });
         if (!this.#live) {
@@ -319,6 +315,17 @@ export class Subscription implements AsyncIterable<StreamItem> {
       case "heartbeat":
       case undefined:
         return;
+    }
+  }
+
+  /** #heartbeat takes the interval the server announced as the basis of the idle timeout (unless set by the caller). */
+  #heartbeat(hb: { seconds: bigint; nanos: number } | undefined): void {
+    if (hb === undefined || this.#idleFixed) {
+      return;
+    }
+    const ms = Number(hb.seconds) * 1000 + hb.nanos / 1e6;
+    if (ms > 0 && Number.isFinite(ms)) {
+      this.#idleTimeoutMs = Math.min(3 * ms + 1000, MAX_TIMER_MS);
     }
   }
 

@@ -199,6 +199,33 @@ describe("idleTimeoutMs", () => {
     });
   }
 
+  it("by default follows the heartbeat interval CaughtUp announces", async () => {
+    const { transport } = scripted(async function* (_req, _n, ctx) {
+      yield { instanceEpoch: E, event: { case: "caughtUp", value: { headSeq: 0n, heartbeatInterval: { seconds: 0n, nanos: 50_000_000 } } } };
+      await quiet(ctx); // not even a heartbeat: a dead connection
+    });
+    let reconnected: () => void = () => {};
+    const twice = new Promise<void>((r) => (reconnected = r));
+    const sub = subscribe(transport, {
+      backoff: fastBackoff,
+      onConnection: (e) => {
+        if (e.state === "connecting" && e.attempt > 0) reconnected();
+      },
+    });
+    const it = sub[Symbol.asyncIterator]();
+    try {
+      assert.equal(label((await it.next()).value as StreamItem), "caught_up");
+      const pending = it.next();
+      const t0 = performance.now();
+      await withTimeout(twice, 3_000, "a reconnect after 3 × 50 ms + 1 s of silence");
+      assert.ok(performance.now() - t0 < 2_000, "reconnected after the announced interval, not the 45 s default");
+      await it.return!();
+      assert.deepEqual(await pending, { done: true, value: undefined });
+    } finally {
+      await it.return!();
+    }
+  });
+
   it("a positive value reconnects a silent stream", async () => {
     const { transport, requests } = scripted(async function* (_req, n, ctx) {
       if (n > 0) yield caughtUp(0n);
