@@ -487,6 +487,11 @@ class SubscriptionIterator implements AsyncIterator<StreamItem, void, undefined>
     return { done: true, value: undefined };
   }
 
+  /** Iterable itself, like the async generator it wraps. */
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
   async throw(e?: unknown): Promise<IteratorResult<StreamItem, void>> {
     this.#finish();
     return this.gen.throw(e);

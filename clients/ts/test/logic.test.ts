@@ -298,3 +298,16 @@ describe("commits with nothing left to deliver", () => {
     assert.equal(conn.filter((e) => e.state === "connecting").length, 1);
   });
 });
+
+describe("the iterator", () => {
+  it("is iterable itself, like an async generator", async () => {
+    const { transport } = scripted(async function* () {
+      yield commit(1n, [0]);
+      yield caughtUp(1n);
+    });
+    const it = subscribe(transport, { endAtHead: true })[Symbol.asyncIterator]();
+    const got: string[] = [];
+    for await (const item of it as AsyncIterableIterator<StreamItem>) got.push(label(item));
+    assert.deepEqual(got, ["1/0$", "caught_up"]);
+  });
+});
