@@ -24,68 +24,60 @@ import (
 	"github.com/ringcast/ringcast/server/rpc"
 )
 
-// Config is the server's whole configuration. Defaults() fills every field;
-// flags and RINGCAST_* variables override them.
+// Config is the server's whole configuration: the hub's (embedded; its
+// fields document their defaults) and the server's own. Zero fields take
+// their defaults, applied once, when New builds the server; Defaults returns
+// them for flags to start from. Demo and Coalesce are the two fields whose
+// zero value (no demo feed, no coalescing) is not their flag's default.
 type Config struct {
-	Addr            string
-	Window          int
-	Heartbeat       time.Duration
-	Coalesce        time.Duration
-	Lease           time.Duration
-	WriteTimeout    time.Duration
-	StateKeys       int
-	DedupeWindow    time.Duration
-	DedupeKeys      int
-	MaxRequestBytes int
-	Demo            bool
-	DemoInterval    time.Duration
-	TLSCert         string
-	TLSKey          string
-	ShutdownGrace   time.Duration
-	Version         string
-	Logger          *slog.Logger
+	hub.Config // ring, stream timings, tables, MaxRequestBytes, Version, Logger; Observer is the server's metrics
+
+	// Addr is the listen address. Default 127.0.0.1:8080.
+	Addr string
+	// WriteTimeout cuts a stream whose write is blocked this long. Default 10s.
+	WriteTimeout time.Duration
+	// Demo publishes the embedded demo feed every DemoInterval (default 1s).
+	Demo         bool
+	DemoInterval time.Duration
+	// TLSCert and TLSKey (PEM files) serve HTTPS with HTTP/2; empty: plaintext.
+	TLSCert string
+	TLSKey  string
+	// ShutdownGrace is how long shutdown waits for streams after DRAINING.
+	// Default 5s.
+	ShutdownGrace time.Duration
 }
 
-// Defaults returns the documented defaults.
+// Defaults returns the documented defaults: those of a zero Config, with
+// the demo feed on and live wake-ups coalesced for 1ms.
 func Defaults() Config {
-	return Config{
-		Addr:            "127.0.0.1:8080",
-		Window:          1024,
-		Heartbeat:       15 * time.Second,
-		Coalesce:        time.Millisecond,
-		Lease:           30 * time.Minute,
-		WriteTimeout:    10 * time.Second,
-		StateKeys:       65536,
-		DedupeWindow:    10 * time.Minute,
-		DedupeKeys:      65536,
-		MaxRequestBytes: 4 << 20,
-		Demo:            true,
-		DemoInterval:    time.Second,
-		ShutdownGrace:   5 * time.Second,
-		Version:         "dev",
-	}
+	return Config{Config: hub.Config{Coalesce: time.Millisecond}, Demo: true}.withDefaults()
 }
 
-// Validate reports configuration errors before anything starts.
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	c.Config = c.Config.WithDefaults()
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.DemoInterval == 0 {
+		c.DemoInterval = time.Second
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 5 * time.Second
+	}
+	return c
+}
+
+// Validate reports configuration errors before anything starts. Zero fields
+// are valid: they take their defaults.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Window < 1 || c.Window > 1<<24 {
-		errs = append(errs, errors.New("window must be between 1 and 16777216"))
-	}
-	if c.Heartbeat <= 0 {
-		errs = append(errs, errors.New("heartbeat must be positive"))
-	}
+	c = c.withDefaults()
+	errs := []error{c.Config.Validate()}
 	if c.WriteTimeout < 10*time.Millisecond {
 		errs = append(errs, errors.New("write-timeout must be at least 10ms"))
-	}
-	if c.Coalesce < 0 {
-		errs = append(errs, errors.New("coalesce must not be negative"))
-	}
-	if c.StateKeys < 1 || c.StateKeys > 1<<24 {
-		errs = append(errs, errors.New("state-keys must be between 1 and 16777216"))
-	}
-	if c.MaxRequestBytes < 1024 || c.MaxRequestBytes > 1<<30 {
-		errs = append(errs, errors.New("max-request-bytes must be between 1024 and 1073741824"))
 	}
 	if c.Demo && c.DemoInterval <= 0 {
 		errs = append(errs, errors.New("demo-interval must be positive"))
@@ -111,9 +103,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg = cfg.withDefaults()
 	var tlsConfig *tls.Config
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -123,21 +113,9 @@ func New(cfg Config) (*Server, error) {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	m := newMetrics()
-	h, err := hub.New(hub.Config{
-		Window:            cfg.Window,
-		Heartbeat:         cfg.Heartbeat,
-		Coalesce:          cfg.Coalesce,
-		Lease:             cfg.Lease,
-		StateKeys:         cfg.StateKeys,
-		DedupeWindow:      cfg.DedupeWindow,
-		DedupeKeys:        cfg.DedupeKeys,
-		Version:           cfg.Version,
-		MaxFactsPerCommit: 256,
-		MaxTopics:         32,
-		MaxRequestBytes:   uint32(cfg.MaxRequestBytes),
-		Observer:          m.observer(),
-		Logger:            cfg.Logger,
-	})
+	hubCfg := cfg.Config
+	hubCfg.Observer = m.observer()
+	h, err := hub.New(hubCfg)
 	if err != nil {
 		return nil, fmt.Errorf("start hub: %w", err)
 	}
@@ -261,19 +239,17 @@ func (f *freshConns) closeAll() {
 	}
 }
 
-// Run listens on cfg.Addr, builds the server, logs one line with the
+// Run builds the server, listens on cfg.Addr, logs one line with the
 // address and the epoch, and serves until ctx is cancelled.
 func Run(ctx context.Context, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
 	s, err := New(cfg)
 	if err != nil {
-		ln.Close()
+		return err
+	}
+	cfg = s.cfg
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		s.Hub.Close()
 		return err
 	}
 	scheme := "http"

@@ -131,8 +131,8 @@ func TestTLSServesAllProtocols(t *testing.T) {
 
 func TestConfigValidationNamesEveryProblem(t *testing.T) {
 	cfg := app.Defaults()
-	cfg.Window = 0
-	cfg.WriteTimeout = 0
+	cfg.Window = -1
+	cfg.WriteTimeout = time.Millisecond
 	cfg.TLSCert = "cert.pem"
 	err := cfg.Validate()
 	if err == nil {
@@ -150,6 +150,31 @@ func TestConfigValidationNamesEveryProblem(t *testing.T) {
 	cfg.TLSCert, cfg.TLSKey = "missing-cert.pem", "missing-key.pem"
 	if _, err := app.New(cfg); err == nil || !strings.Contains(err.Error(), "load TLS certificate") {
 		t.Fatalf("app.New with missing certificate files: %v, want a load error before anything starts", err)
+	}
+}
+
+// TestZeroConfigServes: every zero field takes its default (applied in one
+// place), so a zero Config — no logger included — builds, serves and shuts
+// down.
+func TestZeroConfigServes(t *testing.T) {
+	s, err := app.New(app.Config{})
+	if err != nil {
+		t.Fatalf("app.New(Config{}): %v", err)
+	}
+	want := app.Defaults()
+	if st := s.Hub.Status(); int(st.GetWindow()) != want.Window || st.GetLimits().GetHeartbeatInterval().AsDuration() != want.Heartbeat ||
+		int(st.GetLimits().GetMaxRequestBytes()) != want.MaxRequestBytes || st.GetServerVersion() != want.Version {
+		t.Fatalf("zero config status %v, want the defaults", st)
+	}
+	s.Hub.Close()
+	if want.Coalesce != time.Millisecond || !want.Demo || want.Addr != "127.0.0.1:8080" || want.Window != 1024 {
+		t.Fatalf("Defaults() = %+v, not the documented defaults", want)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := app.Run(ctx, app.Config{Addr: "127.0.0.1:0"}); err != nil {
+		t.Fatalf("app.Run with a zero config: %v", err)
 	}
 }
 

@@ -28,7 +28,9 @@ import (
 // ErrDraining is returned by Publish once the hub is draining or closed.
 var ErrDraining = errors.New("hub: draining, not accepting publishes")
 
-// Config configures a Hub. Zero fields take the defaults documented on them.
+// Config configures a Hub. Zero fields take the defaults documented on
+// them, applied once by WithDefaults (package app embeds Config, so these
+// are also the server's defaults).
 type Config struct {
 	// Window is W, the number of positioned events retained. Default 1024.
 	Window int
@@ -50,24 +52,25 @@ type Config struct {
 	// so that commits published meanwhile are delivered in one batch (one
 	// write per subscriber instead of one per commit). 0: wake at once.
 	Coalesce time.Duration
-	// Version is reported in ServerStatus.
+	// MaxRequestBytes bounds every request message; the RPC edge enforces
+	// it and ServerStatus advertises it. Default 4 MiB. The other request
+	// limits ServerStatus advertises are the proto's validation rules
+	// (see limits.go).
+	MaxRequestBytes int
+	// Version is reported in ServerStatus. Default "dev".
 	Version string
-	// Limits are the request limits enforced at the RPC edge, reported in
-	// ServerStatus so clients can respect them.
-	MaxFactsPerCommit uint32
-	MaxTopics         uint32
-	MaxRequestBytes   uint32
 	// Observer receives counts for metrics. Default: none.
 	Observer Observer
 	// Logger receives lifecycle logs. Default: discard.
 	Logger *slog.Logger
 }
 
-func (c Config) withDefaults() Config {
-	if c.Window <= 0 {
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Window == 0 {
 		c.Window = 1024
 	}
-	if c.Heartbeat <= 0 {
+	if c.Heartbeat == 0 {
 		c.Heartbeat = 15 * time.Second
 	}
 	if c.Lease == 0 {
@@ -76,7 +79,7 @@ func (c Config) withDefaults() Config {
 	if c.LeaseJitter <= 0 || c.LeaseJitter >= 1 {
 		c.LeaseJitter = 0.1
 	}
-	if c.StateKeys <= 0 {
+	if c.StateKeys == 0 {
 		c.StateKeys = 65536
 	}
 	if c.DedupeWindow == 0 {
@@ -84,6 +87,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DedupeKeys == 0 {
 		c.DedupeKeys = 65536
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = 4 << 20
 	}
 	if c.Version == "" {
 		c.Version = "dev"
@@ -95,6 +101,29 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// Validate reports every configuration error of c with its defaults
+// applied, naming each field as its serve flag does.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	if c.Window < 1 || c.Window > 1<<24 {
+		errs = append(errs, errors.New("window must be between 1 and 16777216"))
+	}
+	if c.Heartbeat <= 0 {
+		errs = append(errs, errors.New("heartbeat must be positive"))
+	}
+	if c.Coalesce < 0 {
+		errs = append(errs, errors.New("coalesce must not be negative"))
+	}
+	if c.StateKeys < 1 || c.StateKeys > 1<<24 {
+		errs = append(errs, errors.New("state-keys must be between 1 and 16777216"))
+	}
+	if c.MaxRequestBytes < 1024 || c.MaxRequestBytes > 1<<30 {
+		errs = append(errs, errors.New("max-request-bytes must be between 1024 and 1073741824"))
+	}
+	return errors.Join(errs...)
 }
 
 // Receipt is the answer to a publish.
@@ -128,10 +157,13 @@ type Hub struct {
 	subscribers atomic.Int64
 }
 
-// New mints an epoch, publishes the bind-time ServerStatus (seq 1) and
+// New validates cfg, mints an epoch, publishes the bind-time ServerStatus (seq 1) and
 // starts the notifier. Call Close to stop it.
 func New(cfg Config) (*Hub, error) {
-	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
 	epoch, err := newEpoch()
 	if err != nil {
 		return nil, err
@@ -209,9 +241,9 @@ func (h *Hub) statusLocked() *ringcastv1.ServerStatus {
 		HeadSeq:       h.ring.head,
 		OldestSeq:     h.ring.oldest(),
 		Limits: &ringcastv1.Limits{
-			MaxFactsPerCommit: h.cfg.MaxFactsPerCommit,
-			MaxTopics:         h.cfg.MaxTopics,
-			MaxRequestBytes:   h.cfg.MaxRequestBytes,
+			MaxFactsPerCommit: maxFactsPerCommit,
+			MaxTopics:         maxTopics,
+			MaxRequestBytes:   uint32(h.cfg.MaxRequestBytes),
 			HeartbeatInterval: durationpb.New(h.cfg.Heartbeat),
 			Lease:             durationpb.New(max(h.cfg.Lease, 0)),
 			MaxStateKeys:      uint32(h.cfg.StateKeys),

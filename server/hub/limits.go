@@ -1,0 +1,35 @@
+package hub
+
+import (
+	"fmt"
+
+	validatepb "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// The request limits that ServerStatus advertises are read from the proto's
+// validation rules, which the RPC edge enforces (protovalidate): the rule
+// has one owner, api/ringcast/v1/ringcast.proto.
+var (
+	maxFactsPerCommit = repeatedMaxItems((&ringcastv1.PublishRequest{}).ProtoReflect().Descriptor(), "facts")
+	maxTopics         = repeatedMaxItems((&ringcastv1.SubscribeEventsRequest{}).ProtoReflect().Descriptor(), "topics")
+)
+
+// repeatedMaxItems returns the repeated.max_items rule of msg's field name.
+// It panics (at start-up) when the rule is missing: the proto and this
+// package disagree, which only a code change can cause.
+func repeatedMaxItems(msg protoreflect.MessageDescriptor, name protoreflect.Name) uint32 {
+	fd := msg.Fields().ByName(name)
+	if fd == nil {
+		panic(fmt.Sprintf("hub: %s has no field %s", msg.FullName(), name))
+	}
+	rules, _ := proto.GetExtension(fd.Options(), validatepb.E_Field).(*validatepb.FieldRules)
+	n := rules.GetRepeated().GetMaxItems()
+	if n == 0 || n > 1<<32-1 {
+		panic(fmt.Sprintf("hub: %s.%s has no usable repeated.max_items rule", msg.FullName(), name))
+	}
+	return uint32(n)
+}
