@@ -94,6 +94,7 @@ type Server struct {
 	Handler http.Handler
 	cfg     Config
 	guard   *writeGuard
+	health  *health
 	tls     *tls.Config // nil: plaintext HTTP/1.1 and h2c
 }
 
@@ -121,8 +122,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(rpc.NewHandler(h, cfg.MaxRequestBytes))
-	checker := grpchealth.NewStaticChecker(ringcastv1connect.EventServiceName)
-	mux.Handle(grpchealth.NewHandler(checker))
+	health := newHealth()
+	health.handle(mux)
 	reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
@@ -131,13 +132,15 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("/events", newSSEHandler(h, cfg))
 	mux.Handle("/", newConsoleHandler())
 	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
-	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, tls: tlsConfig}, nil
+	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, health: health, tls: tlsConfig}, nil
 }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
-// the demo feed stops, the hub publishes ServerStatus(DRAINING), the
-// listener closes along with connections that have not sent a request, and
-// streams end with OK status. It returns nil after a clean shutdown.
+// gRPC health and /readyz report NOT_SERVING (open health Watch streams
+// are told and end), the demo feed stops, the hub publishes
+// ServerStatus(DRAINING), the listener closes along with connections that
+// have not sent a request, and streams end with OK status. It returns nil
+// after a clean shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -173,6 +176,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err = <-serveErr:
 	case <-ctx.Done():
 	}
+	s.health.drain()
 	stopDemo()
 	s.Hub.Drain()
 	if err == nil {

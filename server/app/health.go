@@ -1,0 +1,110 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+
+	"connectrpc.com/grpchealth"
+
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+)
+
+// health owns the server's readiness: SERVING until shutdown begins, then
+// NOT_SERVING. It answers gRPC health Check and Watch (on all three
+// protocols) and the HTTP probes:
+//
+//   - /healthz (liveness): 200 while the process can answer at all.
+//   - /readyz (readiness): 200 while serving, 503 once draining.
+//
+// On drain every open Watch stream receives NOT_SERVING and then ends with
+// an OK status, so a health watcher never holds shutdown for the grace
+// period.
+type health struct {
+	*grpchealth.StaticChecker
+	draining atomic.Bool
+}
+
+func newHealth() *health {
+	return &health{StaticChecker: grpchealth.NewStaticChecker(ringcastv1connect.EventServiceName)}
+}
+
+// drain reports NOT_SERVING from now on, for the server ("") and for the
+// event service; open Watch streams are told and then end.
+func (h *health) drain() {
+	h.draining.Store(true)
+	h.SetStatus("", grpchealth.StatusNotServing)
+	h.SetStatus(ringcastv1connect.EventServiceName, grpchealth.StatusNotServing)
+}
+
+// Check answers like the static checker and, inside a Watch stream, notes
+// that the stream is about to be sent NOT_SERVING (see watchEnd).
+func (h *health) Check(ctx context.Context, req *grpchealth.CheckRequest) (*grpchealth.CheckResponse, error) {
+	res, err := h.StaticChecker.Check(ctx, req)
+	if err == nil && h.draining.Load() && res.Status != grpchealth.StatusServing {
+		if end, ok := ctx.Value(watchEndKey{}).(*watchEnd); ok {
+			end.told.Store(true)
+		}
+	}
+	return res, err
+}
+
+// handle registers the gRPC health service (its Watch streams end once
+// told NOT_SERVING) and the two HTTP probes on mux.
+func (h *health) handle(mux *http.ServeMux) {
+	path, grpcHandler := grpchealth.NewHandler(h)
+	mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/"+grpchealth.HealthV1ServiceName+"/Watch" {
+			grpcHandler.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		end := &watchEnd{cancel: cancel}
+		grpcHandler.ServeHTTP(&watchWriter{ResponseWriter: w, end: end}, r.WithContext(context.WithValue(ctx, watchEndKey{}, end)))
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if h.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("draining\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+}
+
+type watchEndKey struct{}
+
+// watchEnd ends one Watch stream once NOT_SERVING has been written to it.
+// The health handler checks the status and then sends it, and every Send
+// flushes: a flush after a Check that returned NOT_SERVING carries that
+// message, so the stream's context is cancelled right after it, and the
+// handler returns (OK) instead of waiting for a change that never comes.
+type watchEnd struct {
+	told   atomic.Bool
+	cancel context.CancelFunc
+}
+
+type watchWriter struct {
+	http.ResponseWriter
+	end *watchEnd
+}
+
+func (w *watchWriter) Flush() { _ = w.FlushError() }
+
+func (w *watchWriter) FlushError() error {
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	if w.end.told.Load() {
+		w.end.cancel()
+	}
+	return err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *watchWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
