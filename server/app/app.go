@@ -19,6 +19,7 @@ import (
 	"connectrpc.com/grpcreflect"
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/buildinfo"
 	"github.com/ringcast/ringcast/server/demo"
 	"github.com/ringcast/ringcast/server/hub"
 	"github.com/ringcast/ringcast/server/rpc"
@@ -55,6 +56,9 @@ func Defaults() Config {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
+	if c.Version == "" {
+		c.Version = buildinfo.Read().String() // module version and VCS revision
+	}
 	c.Config = c.Config.WithDefaults()
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"

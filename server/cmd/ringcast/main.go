@@ -19,10 +19,22 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ringcast/ringcast/server/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version overrides the build info when set at build time with
+// -ldflags "-X main.version=…"; empty (the default) reports the module
+// version and VCS revision `go build` stamps (server/buildinfo).
+var version = ""
+
+// versionString is what `ringcast version` prints and ServerStatus reports.
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	return buildinfo.Read().String()
+}
 
 const usage = `ringcast — one ordered, resumable event stream for browsers, services and curl.
 
@@ -63,7 +75,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "load":
 		err = loadCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, version)
+		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 	default:

@@ -103,3 +103,53 @@ func TestBadFlagsAndEnvAreUsageErrors(t *testing.T) {
 		t.Fatalf("bad fact JSON: exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// TestServeLogsJSONLines runs "ringcast serve --log-format json": each log
+// line is one JSON object; the bind line carries msg, addr, url and epoch.
+func TestServeLogsJSONLines(t *testing.T) {
+	var stderr syncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"serve", "--addr", "127.0.0.1:0", "--demo=false", "--log-format", "json"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	}()
+	var line map[string]any
+	for deadline := time.Now().Add(10 * time.Second); line == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no JSON bind line; stderr: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			var m map[string]any
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("log line %q is not JSON: %v", l, err)
+			}
+			if m["msg"] == "ringcast serving" {
+				line = m
+			}
+		}
+	}
+	if line["level"] != "INFO" || !strings.HasPrefix(line["url"].(string), "http://127.0.0.1:") || len(line["epoch"].(string)) != 16 {
+		t.Fatalf("bind line %v: want level INFO, url and a 16-digit epoch", line)
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop after SIGTERM")
+	}
+}
+
+func TestBadLogFormatIsAnError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"serve", "--log-format", "xml"}, strings.NewReader(""), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), `log-format "xml": want text or json`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
