@@ -243,7 +243,13 @@ describe("web console in Chromium", () => {
       });
       // The 1 s lease ends each response; EventSource reconnects by itself
       // (after the server's retry hint) with the last id it saw.
-      await page.waitForFunction(() => (window as unknown as { opens: number }).opens >= 3, null, { timeout: 20_000 });
+      // Wait for the third connection's caught-up, not just its open: on a
+      // busy machine its replay can still be on the way when onopen fires.
+      await page.waitForFunction(
+        () => (window as unknown as { sse: { kind: string }[] }).sse.filter((e) => e.kind === "caught-up").length >= 3,
+        null,
+        { timeout: 60_000 },
+      );
       const got = await page.evaluate(() => (window as unknown as { sse: { kind: string; id: string }[] }).sse);
       await page.close();
       assert.ok(!got.some((e) => e.kind === "gap"), "a resume within the window is never a gap");
