@@ -11,6 +11,7 @@
 package hub
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -59,6 +60,13 @@ type Config struct {
 	MaxRequestBytes int
 	// Version is reported in ServerStatus. Default "dev".
 	Version string
+	// Log is the durable store behind the ring (see Log). nil: memory,
+	// the ring is the log.
+	Log Log
+	// Rebuild bounds how many of a Log's newest commits the hub reads at
+	// start to fill the ring and the latest-per-key table. Default 100,000
+	// (never less than Window).
+	Rebuild int
 	// Observer receives counts for metrics. Default: none.
 	Observer Observer
 	// Logger receives lifecycle logs. Default: discard.
@@ -91,6 +99,10 @@ func (c Config) WithDefaults() Config {
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = 4 << 20
 	}
+	if c.Rebuild <= 0 {
+		c.Rebuild = 100000
+	}
+	c.Rebuild = max(c.Rebuild, c.Window)
 	if c.Version == "" {
 		c.Version = "dev"
 	}
@@ -138,8 +150,9 @@ type Receipt struct {
 // concurrent use.
 type Hub struct {
 	cfg   Config
-	epoch uint64 // random, non-zero, fixed for the hub's life
+	epoch uint64 // random, non-zero, fixed for the hub's life; the Log's
 	boot  time.Time
+	log   Log // nil: memory store
 
 	mu sync.RWMutex
 	// Guarded by mu.
@@ -149,30 +162,33 @@ type Hub struct {
 	dedupe *dedupe
 	latest *Event        // the latest status event (never nil after New)
 	wake   chan struct{} // closed by the notifier after head advanced; then replaced
+	// drainHead is the head when a hub with a Log started draining: its
+	// streams end there (commits from other replicas keep arriving).
+	drainHead uint64
+	logFirst  uint64 // a Log's first seq when last asked
 
 	kick        chan struct{} // capacity 1: "head advanced", to the notifier
 	done        chan struct{} // closed by Close: every stream ends
 	closeOnce   sync.Once
 	notifierWG  sync.WaitGroup
 	subscribers atomic.Int64
+	stopFollow  context.CancelFunc // nil: memory store
 }
 
-// New validates cfg, mints an epoch, publishes the bind-time ServerStatus (seq 1) and
-// starts the notifier. Call Close to stop it.
+// New validates cfg, mints an epoch, publishes the bind-time ServerStatus
+// (seq 1) and starts the notifier. With a Log, the epoch is the Log's, the
+// ring and the latest-per-key table are rebuilt from its newest commits
+// (Rebuild), and New returns once the hub holds the Log's head. Call Close
+// to stop it.
 func New(cfg Config) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	epoch, err := newEpoch()
-	if err != nil {
-		return nil, err
-	}
 	h := &Hub{
 		cfg:    cfg,
-		epoch:  epoch,
 		boot:   time.Now(),
-		ring:   newRing(cfg.Window),
+		log:    cfg.Log,
 		state:  ringcastv1.ServerState_SERVER_STATE_SERVING,
 		keys:   newStateTable(cfg.StateKeys),
 		dedupe: newDedupe(cfg.DedupeWindow, cfg.DedupeKeys),
@@ -180,6 +196,15 @@ func New(cfg Config) (*Hub, error) {
 		kick:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
+	if h.log != nil {
+		return h, h.startLog()
+	}
+	epoch, err := newEpoch()
+	if err != nil {
+		return nil, err
+	}
+	h.epoch = epoch
+	h.ring = newRing(cfg.Window)
 	h.mu.Lock()
 	h.publishStatusLocked(h.boot)
 	h.mu.Unlock()
@@ -210,10 +235,18 @@ func (h *Hub) Window() int { return h.cfg.Window }
 // Subscribers is the number of open streams.
 func (h *Hub) Subscribers() int64 { return h.subscribers.Load() }
 
-// Bounds returns the oldest and head seq.
+// Bounds returns the oldest and head seq: the servable range. With a Log,
+// oldest is the Log's first seq (as last learnt, see refreshFirst).
 func (h *Hub) Bounds() (oldest, head uint64) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	return h.boundsLocked()
+}
+
+func (h *Hub) boundsLocked() (oldest, head uint64) {
+	if h.log != nil {
+		return min(h.logFirst, h.ring.oldest()), h.ring.head
+	}
 	return h.ring.oldest(), h.ring.head
 }
 
@@ -232,14 +265,15 @@ func (h *Hub) Status() *ringcastv1.ServerStatus {
 }
 
 func (h *Hub) statusLocked() *ringcastv1.ServerStatus {
+	oldest, head := h.boundsLocked()
 	return &ringcastv1.ServerStatus{
 		InstanceEpoch: h.epoch,
 		BootTime:      timestamppb.New(h.boot),
 		ServerVersion: h.cfg.Version,
 		State:         h.state,
 		Window:        uint32(h.cfg.Window),
-		HeadSeq:       h.ring.head,
-		OldestSeq:     h.ring.oldest(),
+		HeadSeq:       head,
+		OldestSeq:     oldest,
 		Limits: &ringcastv1.Limits{
 			MaxFactsPerCommit: maxFactsPerCommit,
 			MaxTopics:         maxTopics,
@@ -272,8 +306,19 @@ func (h *Hub) publishStatusLocked(at time.Time) {
 // RPC edge. An idempotencyKey seen within the dedupe window returns the
 // original receipt with Duplicate set and appends nothing.
 func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
+	return h.PublishContext(context.Background(), facts, idempotencyKey)
+}
+
+// PublishContext is Publish with a context bounding the wait for a Log's
+// acknowledgement. With a Log the receipt is returned once the Log has
+// acknowledged the commit (and this hub holds it, unless ctx ends first); a
+// Log that fails yields an error wrapping ErrUnavailable.
+func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
 	for i, f := range facts {
 		f.Index = uint32(i)
+	}
+	if h.log != nil {
+		return h.publishLog(ctx, facts, idempotencyKey)
 	}
 	h.mu.Lock()
 	now := time.Now()
@@ -352,7 +397,11 @@ func (h *Hub) Drain() {
 		return
 	}
 	h.state = ringcastv1.ServerState_SERVER_STATE_DRAINING
-	h.publishStatusLocked(time.Now())
+	if h.log != nil {
+		h.drainHead = h.ring.head
+	} else {
+		h.publishStatusLocked(time.Now())
+	}
 	seq := h.ring.head
 	h.mu.Unlock()
 	h.signal()
@@ -367,6 +416,9 @@ func (h *Hub) Close() {
 		h.state = ringcastv1.ServerState_SERVER_STATE_DRAINING
 		h.mu.Unlock()
 		close(h.done)
+		if h.stopFollow != nil {
+			h.stopFollow()
+		}
 		h.notifierWG.Wait()
 	})
 }

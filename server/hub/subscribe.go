@@ -2,6 +2,8 @@ package hub
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -135,15 +137,12 @@ type stream struct {
 
 func (s *stream) run(ctx context.Context) error {
 	h, req := s.h, s.req
-	h.mu.RLock()
-	oldest, head := h.ring.oldest(), h.ring.head
-	reason, outcome := classify(req, h.epoch, &h.ring)
-	var partial *Event
-	if reason == ringcastv1.Reason_REASON_UNSPECIFIED && req.SinceFact > 0 {
-		partial = h.ring.get(req.SinceSeq)
+	c, err := h.classify(ctx, req)
+	if err != nil {
+		return err
 	}
-	h.mu.RUnlock()
-	h.cfg.Observer.Subscribed(req.Face, outcome)
+	oldest, head, reason := c.oldest, c.head, c.reason
+	h.cfg.Observer.Subscribed(req.Face, c.outcome)
 
 	switch {
 	case reason != ringcastv1.Reason_REASON_UNSPECIFIED:
@@ -162,9 +161,12 @@ func (s *stream) run(ctx context.Context) error {
 			return err
 		}
 	default:
+		if err := s.replicaStatus(); err != nil {
+			return err
+		}
 		s.next, s.target, s.sent = req.SinceSeq+1, head, req.SinceSeq
-		if partial != nil {
-			if err := s.sendPartial(partial, req.SinceFact); err != nil {
+		if c.partial != nil {
+			if err := s.sendPartial(c.partial, req.SinceFact); err != nil {
 				return err
 			}
 		}
@@ -172,25 +174,87 @@ func (s *stream) run(ctx context.Context) error {
 	return s.loop(ctx)
 }
 
-// classify applies the subscribe table of the contract (§3) to a request.
-// It returns REASON_UNSPECIFIED when the request is servable.
-func classify(req Request, epoch uint64, r *ring) (ringcastv1.Reason, Outcome) {
+// classification is a subscribe's start: the reason it cannot be served
+// (REASON_UNSPECIFIED when it can), the range the decision saw and, for a
+// resume inside a commit, that commit.
+type classification struct {
+	reason       ringcastv1.Reason
+	outcome      Outcome
+	oldest, head uint64
+	partial      *Event
+}
+
+// classify decides a subscribe's start against the ring or, for a cursor
+// outside the ring, against the Log's range.
+func (h *Hub) classify(ctx context.Context, req Request) (classification, error) {
+	var c classification
+	h.mu.RLock()
+	c.oldest, c.head = h.boundsLocked()
+	if h.log == nil {
+		c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, h.ring.get)
+		if c.reason == ringcastv1.Reason_REASON_UNSPECIFIED && req.SinceFact > 0 {
+			c.partial = h.ring.get(req.SinceSeq)
+		}
+		h.mu.RUnlock()
+		return c, nil
+	}
+	ringOldest := h.ring.oldest()
+	h.mu.RUnlock()
+	if req.SinceSeq > 0 && req.Epoch == h.epoch && (req.SinceSeq+1 < ringOldest || req.SinceSeq > c.head) {
+		first, last, err := h.logRange(ctx)
+		if err != nil {
+			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		c.oldest, c.head = first, max(c.head, last)
+	}
+	if req.SinceSeq > 0 && req.SinceFact > 0 && req.Epoch == h.epoch && req.SinceSeq <= c.head && req.SinceSeq >= c.oldest {
+		ev, err := h.eventAt(ctx, req.SinceSeq)
+		if err != nil {
+			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		c.partial = ev
+	}
+	at := func(uint64) *Event { return c.partial }
+	c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, at)
+	if c.reason != ringcastv1.Reason_REASON_UNSPECIFIED || req.SinceFact == 0 {
+		c.partial = nil
+	}
+	return c, nil
+}
+
+// classify applies the subscribe table of the contract (§3) to a request
+// against the servable range [oldest, head]; at returns the commit at a seq
+// in that range. It returns REASON_UNSPECIFIED when the request is servable.
+func classify(req Request, epoch, oldest, head uint64, at func(uint64) *Event) (ringcastv1.Reason, Outcome) {
 	switch {
 	case req.SinceSeq == 0:
 		return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeNew
 	case req.Epoch != epoch:
 		return ringcastv1.Reason_REASON_EPOCH_MISMATCH, OutcomeEpochMismatch
-	case req.SinceSeq > r.head:
+	case req.SinceSeq > head:
 		return ringcastv1.Reason_REASON_CURSOR_AHEAD, OutcomeAhead
-	case req.SinceSeq+1 < r.oldest():
+	case req.SinceSeq+1 < oldest:
 		return ringcastv1.Reason_REASON_CURSOR_TOO_OLD, OutcomeTooOld
 	case req.SinceFact > 0:
-		ev := r.get(req.SinceSeq)
-		if ev == nil || req.SinceFact >= ev.Commit().GetFactCount() {
+		ev := at(req.SinceSeq)
+		if req.SinceSeq < oldest || ev == nil || req.SinceFact >= ev.Commit().GetFactCount() {
 			return ringcastv1.Reason_REASON_FACT_OUT_OF_RANGE, OutcomeFactOutOfRange
 		}
 	}
 	return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeResumed
+}
+
+// replicaStatus sends, with a Log, this replica's ServerStatus unpositioned
+// (seq 0) at the start of a stream; in memory statuses are in the ring.
+func (s *stream) replicaStatus() error {
+	h := s.h
+	if h.log == nil {
+		return nil
+	}
+	h.mu.RLock()
+	st := h.statusLocked()
+	h.mu.RUnlock()
+	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: st}})
 }
 
 // snapshot positions the stream for the requested snapshot: RETAINED
@@ -198,10 +262,13 @@ func classify(req Request, epoch uint64, r *ring) (ringcastv1.Reason, Outcome) {
 // table's current facts now and continues after head.
 func (s *stream) snapshot() error {
 	h := s.h
+	if err := s.replicaStatus(); err != nil {
+		return err
+	}
 	if s.req.Snapshot != ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY {
 		h.mu.RLock()
 		s.next, s.target = h.ring.oldest(), h.ring.head
-		s.coveredAt = h.ring.get(s.next).Time // what a Progress before the first event says
+		s.coveredAt = h.eventTimeLocked(s.next) // what a Progress before the first event says
 		h.mu.RUnlock()
 		return nil
 	}
@@ -211,13 +278,13 @@ func (s *stream) snapshot() error {
 	}
 	h.mu.RLock()
 	facts := h.keys.collect(nil, keep)
-	status := h.latest
+	status := h.latest // nil with a Log: replicaStatus sent it unpositioned
 	head := h.ring.head
-	headAt := h.ring.get(head).Time
+	headAt := h.eventTimeLocked(head)
 	h.mu.RUnlock()
 
 	s.next, s.target, s.coveredAt = head+1, head, headAt
-	statusSent := false
+	statusSent := status == nil
 	for i := 0; i < len(facts) || !statusSent; {
 		if !statusSent && (i == len(facts) || status.Seq < facts[i].seq) {
 			if err := s.sendShared(status); err != nil {
@@ -287,8 +354,21 @@ func (s *stream) loop(ctx context.Context) error {
 		oldest, head := h.ring.oldest(), h.ring.head
 		if s.next < oldest {
 			h.mu.RUnlock()
+			if h.log != nil {
+				// Behind the ring: read on from the Log.
+				if err := s.replayLog(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			h.cfg.Observer.Lagged(s.req.Face)
 			return s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
+		}
+		draining := h.state != ringcastv1.ServerState_SERVER_STATE_SERVING
+		if draining && h.log != nil {
+			// Other replicas keep appending: this one's streams end
+			// at the head it had when it started draining.
+			head = min(head, h.drainHead)
 		}
 		to := min(head, s.next+maxBatch-1)
 		if s.req.UntilSeq > 0 {
@@ -299,13 +379,15 @@ func (s *stream) loop(ctx context.Context) error {
 		} else {
 			s.batch = s.batch[:0]
 		}
-		draining := h.state != ringcastv1.ServerState_SERVER_STATE_SERVING
 		wake := h.wake
 		h.mu.RUnlock()
 
 		if len(s.batch) == 0 {
 			if draining {
-				return s.flushProgress()
+				if err := s.flushProgress(); err != nil {
+					return err
+				}
+				return s.replicaStatus() // with a Log: this replica's DRAINING
 			}
 			if end, err := s.wait(ctx, wake); end || err != nil {
 				return err
@@ -519,4 +601,46 @@ func topicMatcher(topics []string) func(string) bool {
 // MatchTopic reports whether filter entry f matches topic.
 func MatchTopic(f, topic string) bool {
 	return topic == f || (len(topic) > len(f) && topic[len(f)] == '/' && strings.HasPrefix(topic, f))
+}
+
+// replayLog delivers the next batch of commits from the Log for a stream
+// behind the ring. A position the Log no longer holds ends the stream with
+// ResyncRequired(SUBSCRIBER_LAGGING), as the ring would.
+func (s *stream) replayLog(ctx context.Context) error {
+	h := s.h
+	batch, err := h.log.Read(ctx, s.batch[:0], s.next, maxBatch)
+	if errors.Is(err, ErrTooOld) || (err == nil && len(batch) == 0) {
+		oldest, head := h.Bounds()
+		h.cfg.Observer.Lagged(s.req.Face)
+		return s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if u := s.req.UntilSeq; u > 0 {
+		n := 0
+		for n < len(batch) && batch[n].Seq <= u {
+			n++
+		}
+		batch = batch[:n]
+		if n == 0 {
+			s.next = u + 1 // nothing the Log holds up to u: covered
+			return nil
+		}
+	}
+	s.batch = batch
+	if err := s.deliver(batch); err != nil {
+		return err
+	}
+	clear(s.batch)
+	return nil
+}
+
+// eventTimeLocked is the time of the event at seq, or the boot time when
+// the ring does not hold it (an empty ring).
+func (h *Hub) eventTimeLocked(seq uint64) time.Time {
+	if ev := h.ring.get(seq); ev != nil {
+		return ev.Time
+	}
+	return h.boot
 }

@@ -59,16 +59,19 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 	if err != nil && ctx.Err() != nil {
 		return connect.NewError(connect.CodeCanceled, ctx.Err())
 	}
+	if errors.Is(err, hub.ErrUnavailable) {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
 	return err
 }
 
 // Publish appends one commit.
-func (s *Service) Publish(_ context.Context, req *connect.Request[ringcastv1.PublishRequest]) (*connect.Response[ringcastv1.PublishResponse], error) {
+func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.PublishRequest]) (*connect.Response[ringcastv1.PublishResponse], error) {
 	if err := checkFinite(req.Msg.GetFacts()); err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	r, err := s.hub.Publish(req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
-	if errors.Is(err, hub.ErrDraining) {
+	r, err := s.hub.PublishContext(ctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
+	if errors.Is(err, hub.ErrDraining) || errors.Is(err, hub.ErrUnavailable) {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
 	if err != nil {

@@ -1,0 +1,56 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// Log is the hub's storage seam: where commits become durable and get their
+// seq. The hub keeps the stream contract for every face; a Log only stores.
+//
+// Two stores exist:
+//
+//   - memory (Config.Log nil): the ring is the log. The hub numbers every
+//     event itself, server statuses included, and keeps the last W.
+//   - a durable Log (JetStream, see server/natslog): the Log numbers
+//     commits, and every commit — published through this hub or through
+//     another replica of the same log — reaches the hub through Follow, in
+//     seq order. The ring is then a cache of the newest W commits; a
+//     position older than the ring is read back with Read. Server statuses
+//     are per replica and unpositioned (docs/protocol.md, "Stores").
+type Log interface {
+	// Epoch identifies the log's seq space: the instance_epoch. It is the
+	// same on every replica and across restarts, and changes only when the
+	// log is recreated.
+	Epoch() uint64
+	// Append makes one commit durable and returns its seq and time (Epoch
+	// left zero). With a non-empty key, a key the log has seen within its
+	// duplicate window returns the original seq and time with Duplicate set
+	// and appends nothing. The facts are owned by the Log once passed.
+	Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact, key string) (Receipt, error)
+	// Read appends to dst up to max commits with seq >= from, in seq order
+	// (seqs may skip deleted messages). It returns ErrTooOld when from is
+	// below the log's first seq.
+	Read(ctx context.Context, dst []*Event, from uint64, max int) ([]*Event, error)
+	// Range is the log's first and last seq now (first = last+1 when it
+	// holds nothing).
+	Range(ctx context.Context) (first, last uint64, err error)
+	// Follow calls apply with every commit with seq >= from, in seq order,
+	// until ctx ends or the log fails. apply is called on one goroutine.
+	Follow(ctx context.Context, from uint64, apply func(*Event)) error
+}
+
+// ErrTooOld is returned by Log.Read for a position below the log's first seq.
+var ErrTooOld = errors.New("hub: position below the log's first seq")
+
+// ErrUnavailable wraps a Log's failure to append: the publish was not
+// acknowledged and may be retried (with its idempotency key).
+var ErrUnavailable = errors.New("hub: log unavailable")
+
+// NewCommitEvent builds the event of a commit read from a Log.
+func NewCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact) *Event {
+	return newCommitEvent(epoch, seq, at, facts)
+}

@@ -1,0 +1,190 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// startTimeout bounds New's rebuild from a Log.
+const startTimeout = 2 * time.Minute
+
+// startLog takes the Log's epoch, rebuilds the ring and the latest-per-key
+// table from the Log's newest commits, and follows the Log from there.
+func (h *Hub) startLog() error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	h.epoch = h.log.Epoch()
+	first, last, err := h.log.Range(ctx)
+	if err != nil {
+		return fmt.Errorf("read the log's range: %w", err)
+	}
+	from := first
+	if last >= first && last-first+1 > uint64(h.cfg.Rebuild) {
+		from = last - uint64(h.cfg.Rebuild) + 1
+	}
+	h.ring = newRingAfter(h.cfg.Window, from-1)
+	h.logFirst = first
+	h.notifierWG.Add(3)
+	go h.notify()
+	followCtx, stop := context.WithCancel(context.Background())
+	h.stopFollow = stop
+	go h.follow(followCtx, from)
+	go h.refreshRange(followCtx)
+	if err := h.waitHead(ctx, last); err != nil {
+		h.Close()
+		return fmt.Errorf("rebuild from the log up to seq %d: %w", last, err)
+	}
+	h.cfg.Logger.Info("log rebuilt", "epoch", FormatEpoch(h.epoch), "first", first, "from", from, "head", last)
+	return nil
+}
+
+// follow feeds the ring from the Log until the hub closes, resuming after
+// the ring's head whenever the Log's Follow fails.
+func (h *Hub) follow(ctx context.Context, from uint64) {
+	defer h.notifierWG.Done()
+	retry := 100 * time.Millisecond
+	for {
+		err := h.log.Follow(ctx, from, h.ingest)
+		if ctx.Err() != nil {
+			return
+		}
+		h.cfg.Logger.Warn("following the log failed; retrying", "err", err, "after", retry)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, 5*time.Second)
+		h.mu.RLock()
+		from = h.ring.head + 1
+		h.mu.RUnlock()
+	}
+}
+
+// refreshRange keeps the servable range that heartbeats and ServerStatus
+// report current as the Log's limits discard old commits.
+func (h *Hub) refreshRange(ctx context.Context) {
+	defer h.notifierWG.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		h.RefreshRange(rctx)
+		cancel()
+	}
+}
+
+// ingest puts a commit read from the Log into the ring and the state table.
+func (h *Hub) ingest(ev *Event) {
+	h.mu.Lock()
+	if ev.Seq <= h.ring.head {
+		h.mu.Unlock()
+		return // already held (a Follow resumed before its position)
+	}
+	h.ring.skipTo(ev.Seq - 1)
+	h.ring.push(ev)
+	h.keys.apply(ev)
+	h.mu.Unlock()
+	h.signal()
+}
+
+// waitHead waits until the ring holds seq.
+func (h *Hub) waitHead(ctx context.Context, seq uint64) error {
+	for {
+		h.mu.RLock()
+		head, wake := h.ring.head, h.wake
+		h.mu.RUnlock()
+		if head >= seq {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.done:
+			return ErrDraining
+		}
+	}
+}
+
+// publishLog appends a commit to the Log. The receipt is the Log's; it is
+// returned once this hub holds the commit, so a subscribe here with the
+// receipt's seq as cursor resumes right after it.
+func (h *Hub) publishLog(ctx context.Context, facts []*ringcastv1.Fact, key string) (Receipt, error) {
+	now := time.Now()
+	h.mu.Lock()
+	if key != "" {
+		if r, ok := h.dedupe.get(key, now); ok {
+			h.mu.Unlock()
+			r.Duplicate = true
+			return r, nil
+		}
+	}
+	if h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
+		h.mu.Unlock()
+		return Receipt{}, ErrDraining
+	}
+	h.mu.Unlock()
+	r, err := h.log.Append(ctx, now, facts, key)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	r.Epoch = h.epoch
+	_ = h.waitHead(ctx, r.Seq) // the receipt stands even if ctx ends first
+	if key != "" {
+		h.mu.Lock()
+		if _, ok := h.dedupe.get(key, now); !ok {
+			h.dedupe.put(key, Receipt{Seq: r.Seq, Epoch: r.Epoch, Time: r.Time}, now)
+		}
+		h.mu.Unlock()
+	}
+	h.cfg.Observer.Published(len(facts), time.Since(now))
+	return r, nil
+}
+
+// logRange asks the Log for its range and remembers its first seq for
+// Bounds and ServerStatus.
+func (h *Hub) logRange(ctx context.Context) (first, last uint64, err error) {
+	first, last, err = h.log.Range(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	h.mu.Lock()
+	h.logFirst = first
+	h.mu.Unlock()
+	return first, last, nil
+}
+
+// RefreshRange updates the servable range reported by Bounds and
+// ServerStatus from the Log (a no-op in memory). The metrics watcher and
+// heartbeats call it; a failing Log leaves the last known range.
+func (h *Hub) RefreshRange(ctx context.Context) {
+	if h.log == nil {
+		return
+	}
+	_, _, _ = h.logRange(ctx)
+}
+
+// eventAt returns the commit at seq from the ring or, older, from the Log;
+// nil when there is none.
+func (h *Hub) eventAt(ctx context.Context, seq uint64) (*Event, error) {
+	h.mu.RLock()
+	ev := h.ring.get(seq)
+	h.mu.RUnlock()
+	if ev != nil || h.log == nil {
+		return ev, nil
+	}
+	evs, err := h.log.Read(ctx, nil, seq, 1)
+	if err != nil || len(evs) == 0 || evs[0].Seq != seq {
+		return nil, err
+	}
+	return evs[0], nil
+}
