@@ -3,9 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -16,34 +14,6 @@ import (
 
 // maxBatch bounds how many events a stream copies out of the ring per lock.
 const maxBatch = 128
-
-// Request is a subscribe, independent of the face it arrived on.
-type Request struct {
-	Face         string // "connect" or "sse": for metrics only
-	SinceSeq     uint64
-	Epoch        uint64
-	SinceFact    uint32
-	Topics       []string
-	Snapshot     ringcastv1.Snapshot
-	OnUnservable ringcastv1.OnUnservable
-	UntilSeq     uint64
-	EndAtHead    bool
-}
-
-// RequestFromProto converts a validated SubscribeEventsRequest.
-func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request {
-	return Request{
-		Face:         face,
-		SinceSeq:     m.GetSinceSeq(),
-		Epoch:        m.GetInstanceEpoch(),
-		SinceFact:    m.GetSinceFact(),
-		Topics:       m.GetTopics(),
-		Snapshot:     m.GetSnapshot(),
-		OnUnservable: m.GetOnUnservable(),
-		UntilSeq:     m.GetUntilSeq(),
-		EndAtHead:    m.GetEndAtHead(),
-	}
-}
 
 // Sink receives a stream's responses in order. Responses may be shared with
 // other streams: a Sink must not modify them.
@@ -135,126 +105,76 @@ type stream struct {
 	batch        []*Event
 }
 
+// A stream's steps return these to end it with OK status; run, the one
+// exit, turns them into nil.
+var (
+	// errEnded: the stream ends here (bound reached, lease expired, hub
+	// drained or closed); a pending Progress is sent first, so nothing
+	// covered is left unreported.
+	errEnded = errors.New("hub: stream ended")
+	// errDrained: the hub drained and the stream delivered everything up
+	// to its DRAINING status; ends as errEnded does, and with a Log then
+	// sends this replica's DRAINING status.
+	errDrained = errors.New("hub: stream ended by draining")
+	// errResynced: a ResyncRequired was sent; it is terminal, nothing
+	// follows it.
+	errResynced = errors.New("hub: stream ended with ResyncRequired")
+)
+
+// run serves the stream and is its one exit: every end that is not an
+// error goes through here, and an errEnded end flushes pending Progress.
 func (s *stream) run(ctx context.Context) error {
+	err := s.start(ctx)
+	if err == nil {
+		err = s.loop(ctx)
+	}
+	switch err {
+	case errEnded, errDrained:
+		if perr := s.progressIf(true); perr != nil {
+			return perr
+		}
+		if err == errDrained {
+			return s.replicaStatus() // with a Log: this replica's DRAINING
+		}
+		return nil
+	case errResynced:
+		return nil
+	}
+	return err
+}
+
+// start classifies the request and positions the stream: at the cursor
+// (with the rest of a partly consumed commit), or after a snapshot, or —
+// for an unservable cursor — with ResyncRequired (or a Gap and a snapshot).
+func (s *stream) start(ctx context.Context) error {
 	h, req := s.h, s.req
 	c, err := h.classify(ctx, req)
 	if err != nil {
 		return err
 	}
-	oldest, head, reason := c.oldest, c.head, c.reason
 	h.cfg.Observer.Subscribed(req.Face, c.outcome)
 
 	switch {
-	case reason != ringcastv1.Reason_REASON_UNSPECIFIED:
+	case c.reason != ringcastv1.Reason_REASON_UNSPECIFIED:
 		if req.OnUnservable != ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE {
-			return s.resync(reason, req.SinceSeq, oldest, head)
+			return s.resync(c.reason, req.SinceSeq, c.oldest, c.head)
 		}
-		gap := &ringcastv1.Gap{Reason: reason, RequestedSeq: req.SinceSeq, OldestSeq: oldest, HeadSeq: head}
+		gap := &ringcastv1.Gap{Reason: c.reason, RequestedSeq: req.SinceSeq, OldestSeq: c.oldest, HeadSeq: c.head}
 		if err := s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_Gap{Gap: gap}}); err != nil {
 			return err
 		}
-		if err := s.snapshot(); err != nil {
-			return err
-		}
+		return s.snapshot()
 	case req.SinceSeq == 0:
-		if err := s.snapshot(); err != nil {
-			return err
-		}
-	default:
-		if err := s.replicaStatus(); err != nil {
-			return err
-		}
-		s.next, s.target, s.sent = req.SinceSeq+1, head, req.SinceSeq
-		if c.partial != nil {
-			if err := s.sendPartial(c.partial, req.SinceFact); err != nil {
-				return err
-			}
-		}
+		return s.snapshot()
 	}
-	return s.loop(ctx)
-}
-
-// classification is a subscribe's start: the reason it cannot be served
-// (REASON_UNSPECIFIED when it can), the range the decision saw and, for a
-// resume inside a commit, that commit.
-type classification struct {
-	reason       ringcastv1.Reason
-	outcome      Outcome
-	oldest, head uint64
-	partial      *Event
-}
-
-// classify decides a subscribe's start against the ring or, for a cursor
-// outside the ring, against the Log's range.
-func (h *Hub) classify(ctx context.Context, req Request) (classification, error) {
-	var c classification
-	h.mu.RLock()
-	c.oldest, c.head = h.boundsLocked()
-	if h.log == nil {
-		c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, h.ring.get)
-		if c.reason == ringcastv1.Reason_REASON_UNSPECIFIED && req.SinceFact > 0 {
-			c.partial = h.ring.get(req.SinceSeq)
-		}
-		h.mu.RUnlock()
-		return c, nil
+	if err := s.replicaStatus(); err != nil {
+		return err
 	}
-	ringOldest := h.ring.oldest()
-	h.mu.RUnlock()
-	if req.SinceSeq > 0 && req.Epoch == h.epoch && (req.SinceSeq+1 < ringOldest || req.SinceSeq > c.head) {
-		first, last, err := h.logRange(ctx)
-		if err != nil {
-			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		c.oldest, c.head = first, max(c.head, last)
+	s.next, s.target, s.sent = req.SinceSeq+1, c.head, req.SinceSeq
+	if c.partial != nil {
+		return s.sendPartial(c.partial, req.SinceFact)
 	}
-	if req.SinceSeq > 0 && req.SinceFact > 0 && req.Epoch == h.epoch && req.SinceSeq <= c.head && req.SinceSeq >= c.oldest {
-		ev, err := h.eventAt(ctx, req.SinceSeq)
-		if err != nil {
-			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		c.partial = ev
-	}
-	at := func(uint64) *Event { return c.partial }
-	c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, at)
-	if c.reason != ringcastv1.Reason_REASON_UNSPECIFIED || req.SinceFact == 0 {
-		c.partial = nil
-	}
-	return c, nil
-}
-
-// classify applies the subscribe table of the contract (§3) to a request
-// against the servable range [oldest, head]; at returns the commit at a seq
-// in that range. It returns REASON_UNSPECIFIED when the request is servable.
-func classify(req Request, epoch, oldest, head uint64, at func(uint64) *Event) (ringcastv1.Reason, Outcome) {
-	switch {
-	case req.SinceSeq == 0:
-		return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeNew
-	case req.Epoch != epoch:
-		return ringcastv1.Reason_REASON_EPOCH_MISMATCH, OutcomeEpochMismatch
-	case req.SinceSeq > head:
-		return ringcastv1.Reason_REASON_CURSOR_AHEAD, OutcomeAhead
-	case req.SinceSeq+1 < oldest:
-		return ringcastv1.Reason_REASON_CURSOR_TOO_OLD, OutcomeTooOld
-	case req.SinceFact > 0:
-		ev := at(req.SinceSeq)
-		if req.SinceSeq < oldest || ev == nil || req.SinceFact >= ev.Commit().GetFactCount() {
-			return ringcastv1.Reason_REASON_FACT_OUT_OF_RANGE, OutcomeFactOutOfRange
-		}
-	}
-	return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeResumed
-}
-
-// replicaStatus sends, with a Log, this replica's ServerStatus unpositioned
-// (seq 0) at the start of a stream; in memory statuses are in the ring.
-func (s *stream) replicaStatus() error {
-	h := s.h
-	if h.log == nil {
-		return nil
-	}
-	h.mu.RLock()
-	st := h.statusLocked()
-	h.mu.RUnlock()
-	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: st}})
+	return nil
 }
 
 // snapshot positions the stream for the requested snapshot: RETAINED
@@ -284,6 +204,16 @@ func (s *stream) snapshot() error {
 	h.mu.RUnlock()
 
 	s.next, s.target, s.coveredAt = head+1, head, headAt
+	if err := s.sendLatestPerKey(status, facts); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// sendLatestPerKey merges the latest status event (nil: none) into the
+// latest facts (both in seq order) and sends them: the facts of one commit
+// together as one commit response, the status at its own seq.
+func (s *stream) sendLatestPerKey(status *Event, facts []snapshotFact) error {
 	statusSent := status == nil
 	for i := 0; i < len(facts) || !statusSent; {
 		if !statusSent && (i == len(facts) || status.Seq < facts[i].seq) {
@@ -302,13 +232,13 @@ func (s *stream) snapshot() error {
 			group = append(group, f.fact)
 		}
 		first := facts[i]
-		if err := s.sink.Send(commitResponse(h.epoch, first.seq, timestamppb.New(first.at), group, first.factCount)); err != nil {
+		if err := s.sink.Send(commitResponse(s.h.epoch, first.seq, timestamppb.New(first.at), group, first.factCount)); err != nil {
 			return err
 		}
 		s.sent = first.seq
 		i = j
 	}
-	return s.flush()
+	return nil
 }
 
 // sendPartial sends the facts of commit ev with index >= from that match
@@ -330,86 +260,91 @@ func (s *stream) sendPartial(ev *Event, from uint32) error {
 
 // loop replays from s.next and then tails live until the stream ends.
 func (s *stream) loop(ctx context.Context) error {
-	h := s.h
 	for {
-		covered := s.next - 1
-		if !s.caughtUp && covered >= s.target && (s.req.UntilSeq == 0 || covered < s.req.UntilSeq) {
-			if err := s.flushProgress(); err != nil {
-				return err
-			}
-			cu := &ringcastv1.CaughtUp{HeadSeq: covered, HeartbeatInterval: durationpb.New(s.h.cfg.Heartbeat)}
-			if err := s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_CaughtUp{CaughtUp: cu}}); err != nil {
-				return err
-			}
-			s.caughtUp = true
-			if s.req.EndAtHead {
-				return nil
-			}
-		}
-		if s.req.UntilSeq > 0 && covered >= s.req.UntilSeq {
-			return s.flushProgress()
-		}
-
-		h.mu.RLock()
-		oldest, head := h.ring.oldest(), h.ring.head
-		if s.next < oldest {
-			h.mu.RUnlock()
-			if h.log != nil {
-				// Behind the ring: read on from the Log.
-				if err := s.replayLog(ctx); err != nil {
-					return err
-				}
-				continue
-			}
-			h.cfg.Observer.Lagged(s.req.Face)
-			return s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
-		}
-		draining := h.state != ringcastv1.ServerState_SERVER_STATE_SERVING
-		if draining && h.log != nil {
-			// Other replicas keep appending: this one's streams end
-			// at the head it had when it started draining.
-			head = min(head, h.drainHead)
-		}
-		to := min(head, s.next+maxBatch-1)
-		if s.req.UntilSeq > 0 {
-			to = min(to, s.req.UntilSeq)
-		}
-		if s.next <= to {
-			s.batch = h.ring.appendRange(s.batch[:0], s.next, to)
-		} else {
-			s.batch = s.batch[:0]
-		}
-		wake := h.wake
-		h.mu.RUnlock()
-
-		if len(s.batch) == 0 {
-			if draining {
-				if err := s.flushProgress(); err != nil {
-					return err
-				}
-				return s.replicaStatus() // with a Log: this replica's DRAINING
-			}
-			if end, err := s.wait(ctx, wake); end || err != nil {
-				return err
-			}
-			continue
-		}
-		if err := s.deliver(s.batch); err != nil {
+		if err := s.checkCaughtUp(); err != nil {
 			return err
 		}
-		clear(s.batch) // do not pin evicted events
-		now := time.Now()
-		if !s.leaseEnd.IsZero() && now.After(s.leaseEnd) {
-			return s.flushProgress()
+		batch, draining, wake, err := s.read(ctx)
+		if err != nil {
+			return err
 		}
-		if now.Sub(s.lastSend) >= s.h.cfg.Heartbeat && s.next-1 > s.sent {
-			// Busy skipping filtered commits: report the coverage now,
-			// as wait would on an idle stream.
-			if err := s.sendProgress(); err != nil {
-				return err
-			}
+		switch {
+		case len(batch) > 0:
+			err = s.deliver(batch)
+			clear(batch) // do not pin evicted events
+		case wake == nil:
+			continue // positions covered without events (a Log read past until_seq)
+		case draining:
+			return errDrained
+		default:
+			err = s.wait(ctx, wake)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.tick(time.Now()); err != nil {
+			return err
 		}
 	}
+}
+
+// checkCaughtUp sends CaughtUp once the stream has covered its target, and
+// ends the stream at a bound (end_at_head, until_seq).
+func (s *stream) checkCaughtUp() error {
+	covered, until := s.next-1, s.req.UntilSeq
+	if !s.caughtUp && covered >= s.target && (until == 0 || covered < until) {
+		if err := s.progressIf(true); err != nil {
+			return err
+		}
+		cu := &ringcastv1.CaughtUp{HeadSeq: covered, HeartbeatInterval: durationpb.New(s.h.cfg.Heartbeat)}
+		if err := s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_CaughtUp{CaughtUp: cu}}); err != nil {
+			return err
+		}
+		s.caughtUp = true
+		if s.req.EndAtHead {
+			return errEnded
+		}
+	}
+	if until > 0 && covered >= until {
+		return errEnded
+	}
+	return nil
+}
+
+// read copies the stream's next events out of the ring (at most maxBatch,
+// none past until_seq), with the hub's state and the channel that closes
+// when head next advances. A stream behind the ring reads on from the Log
+// (wake nil); without one it gets ResyncRequired(SUBSCRIBER_LAGGING).
+func (s *stream) read(ctx context.Context) (batch []*Event, draining bool, wake <-chan struct{}, err error) {
+	h := s.h
+	h.mu.RLock()
+	oldest, head := h.ring.oldest(), h.ring.head
+	if s.next < oldest {
+		h.mu.RUnlock()
+		if h.log != nil {
+			batch, err = s.readLog(ctx)
+			return batch, false, nil, err
+		}
+		h.cfg.Observer.Lagged(s.req.Face)
+		return nil, false, nil, s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
+	}
+	draining = h.state != ringcastv1.ServerState_SERVER_STATE_SERVING
+	if draining && h.log != nil {
+		// Other replicas keep appending: this one's streams end
+		// at the head it had when it started draining.
+		head = min(head, h.drainHead)
+	}
+	to := min(head, s.next+maxBatch-1)
+	if s.req.UntilSeq > 0 {
+		to = min(to, s.req.UntilSeq)
+	}
+	s.batch = s.batch[:0]
+	if s.next <= to {
+		s.batch = h.ring.appendRange(s.batch, s.next, to)
+	}
+	wake = h.wake
+	h.mu.RUnlock()
+	return s.batch, draining, wake, nil
 }
 
 // deliver sends a batch of ring events, skipping (and covering) commits the
@@ -420,10 +355,8 @@ func (s *stream) deliver(batch []*Event) error {
 		resp := s.filtered(ev)
 		s.next, s.coveredAt = ev.Seq+1, ev.Time
 		if resp == nil {
-			if ev.Seq-s.sent >= s.progressSpan {
-				if err := s.sendProgress(); err != nil {
-					return err
-				}
+			if err := s.progressIf(false); err != nil {
+				return err
 			}
 			continue
 		}
@@ -489,53 +422,63 @@ func (s *stream) filtered(ev *Event) *ringcastv1.SubscribeEventsResponse {
 	return commitResponse(s.h.epoch, ev.Seq, ev.resp.EventTime, facts, c.FactCount)
 }
 
-// wait blocks until the ring may have more for this stream, and meanwhile
-// sends heartbeats (or pending Progress) on idle. It reports end = true when
-// the stream must end with OK status (lease expired, hub closed).
-func (s *stream) wait(ctx context.Context, wake <-chan struct{}) (end bool, err error) {
-	for {
-		due := s.lastSend.Add(s.h.cfg.Heartbeat)
-		if !s.leaseEnd.IsZero() && s.leaseEnd.Before(due) {
-			due = s.leaseEnd
-		}
-		if d := time.Until(due); d > 0 {
-			s.timer.Reset(d)
-			select {
-			case <-wake:
-				s.timer.Stop()
-				return false, nil
-			case <-ctx.Done():
-				return true, ctx.Err()
-			case <-s.h.done:
-				return true, s.flushProgress()
-			case <-s.timer.C:
-			}
-		}
-		now := time.Now()
-		if !s.leaseEnd.IsZero() && !now.Before(s.leaseEnd) {
-			return true, s.flushProgress()
-		}
-		if now.Sub(s.lastSend) < s.h.cfg.Heartbeat {
-			continue
-		}
-		if s.next-1 > s.sent {
-			err = s.sendProgress()
-		} else {
-			err = s.heartbeat()
-		}
-		if err != nil {
-			return true, err
-		}
+// wait blocks until the ring may have more for this stream (nil), or until
+// the stream's next heartbeat or its lease end is due (nil: tick decides),
+// or until the hub closes (errEnded) or ctx ends.
+func (s *stream) wait(ctx context.Context, wake <-chan struct{}) error {
+	due := s.lastSend.Add(s.h.cfg.Heartbeat)
+	if !s.leaseEnd.IsZero() && s.leaseEnd.Before(due) {
+		due = s.leaseEnd
 	}
-}
-
-// flushProgress sends a Progress if coverage is ahead of the last
-// positioned response, so the client's cursor reaches what was covered.
-func (s *stream) flushProgress() error {
-	if s.next-1 > s.sent {
-		return s.sendProgress()
+	d := time.Until(due)
+	if d <= 0 {
+		return nil
+	}
+	s.timer.Reset(d)
+	defer s.timer.Stop()
+	select {
+	case <-wake:
+	case <-s.timer.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.h.done:
+		return errEnded
 	}
 	return nil
+}
+
+// tick is the stream's clock, run after every delivery and every wait: it
+// ends the stream when its lease has expired, and on a stream silent for a
+// heartbeat interval sends the pending Progress or else a Heartbeat.
+func (s *stream) tick(now time.Time) error {
+	if !s.leaseEnd.IsZero() && !now.Before(s.leaseEnd) {
+		return errEnded
+	}
+	if now.Sub(s.lastSend) < s.h.cfg.Heartbeat {
+		return nil
+	}
+	if s.progressDue(true) {
+		return s.sendProgress()
+	}
+	return s.heartbeat()
+}
+
+// progressDue is the one rule for when coverage the client has not seen
+// (commits the filter skipped since the last positioned response) is
+// reported with a Progress: at once when now is set (the stream ends, it
+// reaches CaughtUp, or it has been silent for a heartbeat interval), and
+// otherwise once the unreported stretch spans progressSpan seqs.
+func (s *stream) progressDue(now bool) bool {
+	unsent := s.next - 1 - s.sent
+	return unsent > 0 && (now || unsent >= s.progressSpan)
+}
+
+// progressIf sends a Progress when progressDue(now).
+func (s *stream) progressIf(now bool) error {
+	if !s.progressDue(now) {
+		return nil
+	}
+	return s.sendProgress()
 }
 
 func (s *stream) sendProgress() error {
@@ -555,10 +498,14 @@ func (s *stream) heartbeat() error {
 	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_Heartbeat{Heartbeat: hb}})
 }
 
-// resync sends the terminal ResyncRequired; the stream then ends OK.
+// resync sends the terminal ResyncRequired and returns errResynced (or the
+// send's error).
 func (s *stream) resync(reason ringcastv1.Reason, requested, oldest, head uint64) error {
 	rr := &ringcastv1.ResyncRequired{Reason: reason, RequestedSeq: requested, OldestSeq: oldest, HeadSeq: head}
-	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ResyncRequired{ResyncRequired: rr}})
+	if err := s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ResyncRequired{ResyncRequired: rr}}); err != nil {
+		return err
+	}
+	return errResynced
 }
 
 // control sends an unpositioned response (seq 0) stamped with the epoch and
@@ -583,64 +530,4 @@ func (s *stream) flush() error {
 		return nil
 	}
 	return s.flusher.Flush()
-}
-
-// topicMatcher returns a matcher for a topics filter: an entry matches a
-// topic equal to it or a prefix of it ending at a "/" boundary.
-func topicMatcher(topics []string) func(string) bool {
-	return func(topic string) bool {
-		for _, t := range topics {
-			if MatchTopic(t, topic) {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// MatchTopic reports whether filter entry f matches topic.
-func MatchTopic(f, topic string) bool {
-	return topic == f || (len(topic) > len(f) && topic[len(f)] == '/' && strings.HasPrefix(topic, f))
-}
-
-// replayLog delivers the next batch of commits from the Log for a stream
-// behind the ring. A position the Log no longer holds ends the stream with
-// ResyncRequired(SUBSCRIBER_LAGGING), as the ring would.
-func (s *stream) replayLog(ctx context.Context) error {
-	h := s.h
-	batch, err := h.log.Read(ctx, s.batch[:0], s.next, maxBatch)
-	if errors.Is(err, ErrTooOld) || (err == nil && len(batch) == 0) {
-		oldest, head := h.Bounds()
-		h.cfg.Observer.Lagged(s.req.Face)
-		return s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if u := s.req.UntilSeq; u > 0 {
-		n := 0
-		for n < len(batch) && batch[n].Seq <= u {
-			n++
-		}
-		batch = batch[:n]
-		if n == 0 {
-			s.next = u + 1 // nothing the Log holds up to u: covered
-			return nil
-		}
-	}
-	s.batch = batch
-	if err := s.deliver(batch); err != nil {
-		return err
-	}
-	clear(s.batch)
-	return nil
-}
-
-// eventTimeLocked is the time of the event at seq, or the boot time when
-// the ring does not hold it (an empty ring).
-func (h *Hub) eventTimeLocked(seq uint64) time.Time {
-	if ev := h.ring.get(seq); ev != nil {
-		return ev.Time
-	}
-	return h.boot
 }

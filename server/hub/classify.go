@@ -1,0 +1,78 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// classification is a subscribe's start: the reason it cannot be served
+// (REASON_UNSPECIFIED when it can), the range the decision saw and, for a
+// resume inside a commit, that commit.
+type classification struct {
+	reason       ringcastv1.Reason
+	outcome      Outcome
+	oldest, head uint64
+	partial      *Event
+}
+
+// classify decides a subscribe's start against the ring or, for a cursor
+// outside the ring, against the Log's range.
+func (h *Hub) classify(ctx context.Context, req Request) (classification, error) {
+	var c classification
+	h.mu.RLock()
+	c.oldest, c.head = h.boundsLocked()
+	if h.log == nil {
+		c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, h.ring.get)
+		if c.reason == ringcastv1.Reason_REASON_UNSPECIFIED && req.SinceFact > 0 {
+			c.partial = h.ring.get(req.SinceSeq)
+		}
+		h.mu.RUnlock()
+		return c, nil
+	}
+	ringOldest := h.ring.oldest()
+	h.mu.RUnlock()
+	if req.SinceSeq > 0 && req.Epoch == h.epoch && (req.SinceSeq+1 < ringOldest || req.SinceSeq > c.head) {
+		first, last, err := h.logRange(ctx)
+		if err != nil {
+			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		c.oldest, c.head = first, max(c.head, last)
+	}
+	if req.SinceSeq > 0 && req.SinceFact > 0 && req.Epoch == h.epoch && req.SinceSeq <= c.head && req.SinceSeq >= c.oldest {
+		ev, err := h.eventAt(ctx, req.SinceSeq)
+		if err != nil {
+			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		c.partial = ev
+	}
+	at := func(uint64) *Event { return c.partial }
+	c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, at)
+	if c.reason != ringcastv1.Reason_REASON_UNSPECIFIED || req.SinceFact == 0 {
+		c.partial = nil
+	}
+	return c, nil
+}
+
+// classify applies the subscribe table of docs/protocol.md to a request
+// against the servable range [oldest, head]; at returns the commit at a seq
+// in that range. It returns REASON_UNSPECIFIED when the request is servable.
+func classify(req Request, epoch, oldest, head uint64, at func(uint64) *Event) (ringcastv1.Reason, Outcome) {
+	switch {
+	case req.SinceSeq == 0:
+		return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeNew
+	case req.Epoch != epoch:
+		return ringcastv1.Reason_REASON_EPOCH_MISMATCH, OutcomeEpochMismatch
+	case req.SinceSeq > head:
+		return ringcastv1.Reason_REASON_CURSOR_AHEAD, OutcomeAhead
+	case req.SinceSeq+1 < oldest:
+		return ringcastv1.Reason_REASON_CURSOR_TOO_OLD, OutcomeTooOld
+	case req.SinceFact > 0:
+		ev := at(req.SinceSeq)
+		if req.SinceSeq < oldest || ev == nil || req.SinceFact >= ev.Commit().GetFactCount() {
+			return ringcastv1.Reason_REASON_FACT_OUT_OF_RANGE, OutcomeFactOutOfRange
+		}
+	}
+	return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeResumed
+}

@@ -1,0 +1,53 @@
+package hub
+
+import (
+	"strings"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// Request is a subscribe, independent of the face it arrived on.
+type Request struct {
+	Face         string // "connect" or "sse": for metrics only
+	SinceSeq     uint64
+	Epoch        uint64
+	SinceFact    uint32
+	Topics       []string
+	Snapshot     ringcastv1.Snapshot
+	OnUnservable ringcastv1.OnUnservable
+	UntilSeq     uint64
+	EndAtHead    bool
+}
+
+// RequestFromProto converts a validated SubscribeEventsRequest.
+func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request {
+	return Request{
+		Face:         face,
+		SinceSeq:     m.GetSinceSeq(),
+		Epoch:        m.GetInstanceEpoch(),
+		SinceFact:    m.GetSinceFact(),
+		Topics:       m.GetTopics(),
+		Snapshot:     m.GetSnapshot(),
+		OnUnservable: m.GetOnUnservable(),
+		UntilSeq:     m.GetUntilSeq(),
+		EndAtHead:    m.GetEndAtHead(),
+	}
+}
+
+// topicMatcher returns a matcher for a topics filter: an entry matches a
+// topic equal to it or a prefix of it ending at a "/" boundary.
+func topicMatcher(topics []string) func(string) bool {
+	return func(topic string) bool {
+		for _, t := range topics {
+			if MatchTopic(t, topic) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// MatchTopic reports whether filter entry f matches topic.
+func MatchTopic(f, topic string) bool {
+	return topic == f || (len(topic) > len(f) && topic[len(f)] == '/' && strings.HasPrefix(topic, f))
+}

@@ -1,0 +1,60 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// replicaStatus sends, with a Log, this replica's ServerStatus unpositioned
+// (seq 0) at the start of a stream; in memory statuses are in the ring.
+func (s *stream) replicaStatus() error {
+	h := s.h
+	if h.log == nil {
+		return nil
+	}
+	h.mu.RLock()
+	st := h.statusLocked()
+	h.mu.RUnlock()
+	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: st}})
+}
+
+// readLog reads the next batch of commits from the Log for a stream behind
+// the ring, none past until_seq. A position the Log no longer holds ends
+// the stream with ResyncRequired(SUBSCRIBER_LAGGING), as the ring would.
+func (s *stream) readLog(ctx context.Context) ([]*Event, error) {
+	h := s.h
+	batch, err := h.log.Read(ctx, s.batch[:0], s.next, maxBatch)
+	if errors.Is(err, ErrTooOld) || (err == nil && len(batch) == 0) {
+		oldest, head := h.Bounds()
+		h.cfg.Observer.Lagged(s.req.Face)
+		return nil, s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if u := s.req.UntilSeq; u > 0 {
+		n := 0
+		for n < len(batch) && batch[n].Seq <= u {
+			n++
+		}
+		batch = batch[:n]
+		if n == 0 {
+			s.next = u + 1 // nothing the Log holds up to u: covered
+		}
+	}
+	s.batch = batch
+	return batch, nil
+}
+
+// eventTimeLocked is the time of the event at seq, or the boot time when
+// the ring does not hold it (an empty ring).
+func (h *Hub) eventTimeLocked(seq uint64) time.Time {
+	if ev := h.ring.get(seq); ev != nil {
+		return ev.Time
+	}
+	return h.boot
+}
