@@ -125,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start hub: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(rpc.NewHandler(h, cfg.MaxRequestBytes))
+	mux.Handle(rpc.NewHandler(h, cfg.MaxRequestBytes, m.rpcOption()))
 	health := newHealth()
 	health.handle(mux)
 	reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)

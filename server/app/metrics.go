@@ -3,6 +3,8 @@ package app
 import (
 	"net/http"
 
+	"connectrpc.com/connect"
+
 	"github.com/ringcast/ringcast/server/hub"
 	rcmetrics "github.com/ringcast/ringcast/server/metrics"
 )
@@ -15,3 +17,8 @@ func newMetrics() *metrics                { return &metrics{m: rcmetrics.New()} 
 func (m *metrics) observer() hub.Observer { return m.m }
 func (m *metrics) watch(h *hub.Hub)       { m.m.Watch(h) }
 func (m *metrics) handler() http.Handler  { return m.m.Handler() }
+
+// rpcOption is the handler option that counts and times every RPC by code.
+func (m *metrics) rpcOption() connect.HandlerOption {
+	return connect.WithInterceptors(m.m.Interceptor())
+}

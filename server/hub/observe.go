@@ -34,18 +34,20 @@ type Observer interface {
 	// Published is called per appended commit with the time spent appending.
 	Published(facts int, took time.Duration)
 	// Delivered is called once per delivered batch with the age of its
-	// newest event when written.
-	Delivered(face string, lag time.Duration)
+	// newest event when written; live is false for batches replayed before
+	// the stream's CaughtUp (catch-up from a cursor, or up to an until
+	// bound), true for those after it.
+	Delivered(face string, live bool, age time.Duration)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) Subscribed(string, Outcome)      {}
-func (nopObserver) StreamStarted(string)            {}
-func (nopObserver) StreamEnded(string)              {}
-func (nopObserver) Lagged(string)                   {}
-func (nopObserver) Published(int, time.Duration)    {}
-func (nopObserver) Delivered(string, time.Duration) {}
+func (nopObserver) Subscribed(string, Outcome)            {}
+func (nopObserver) StreamStarted(string)                  {}
+func (nopObserver) StreamEnded(string)                    {}
+func (nopObserver) Lagged(string)                         {}
+func (nopObserver) Published(int, time.Duration)          {}
+func (nopObserver) Delivered(string, bool, time.Duration) {}
 
 // FormatEpoch renders an epoch as 16 lower-case hex digits, the form used in
 // logs and SSE ids.

@@ -379,7 +379,7 @@ func (s *stream) deliver(batch []*Event) error {
 		// stream whose filter skips everything still gets its Progress
 		// (or heartbeat) once per heartbeat interval.
 		s.lastSend = time.Now()
-		s.h.cfg.Observer.Delivered(s.req.Face, s.lastSend.Sub(last.Time))
+		s.h.cfg.Observer.Delivered(s.req.Face, s.caughtUp, s.lastSend.Sub(last.Time))
 	}
 	return nil
 }

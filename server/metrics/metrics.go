@@ -37,6 +37,8 @@ type Metrics struct {
 	facts       prometheus.Counter
 	publish     prometheus.Histogram
 	lag         *prometheus.HistogramVec
+	replayAge   *prometheus.HistogramVec
+	rpc         *rpcMetrics
 }
 
 var _ hub.Observer = (*Metrics)(nil)
@@ -73,11 +75,18 @@ func New() *Metrics {
 		}),
 		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ringcast_delivery_lag_seconds",
-			Help:    "Age of the newest event of each delivered batch when written to the stream, by face: commit time to write.",
+			Help:    "Live delivery lag, by face: for each batch written to a stream after its CaughtUp, the age of the batch's newest event (commit time to write).",
 			Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10), // 100µs .. ~26s
 		}, []string{"face"}),
+		replayAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ringcast_replay_event_age_seconds",
+			Help:    "Replay catch-up, by face: for each batch written to a stream before its CaughtUp (resuming from a cursor, or up to an until bound), the age of the batch's newest event.",
+			Buckets: prometheus.ExponentialBuckets(1e-3, 4, 12), // 1ms .. ~70min
+		}, []string{"face"}),
+		rpc: newRPCMetrics(),
 	}
-	m.reg.MustRegister(m.subscribes, m.lagged, m.subscribers, m.commits, m.facts, m.publish, m.lag,
+	m.reg.MustRegister(m.subscribes, m.lagged, m.subscribers, m.commits, m.facts, m.publish, m.lag, m.replayAge,
+		m.rpc.handled, m.rpc.duration,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, f := range Faces {
@@ -87,6 +96,7 @@ func New() *Metrics {
 		m.lagged.WithLabelValues(f)
 		m.subscribers.WithLabelValues(f)
 		m.lag.WithLabelValues(f)
+		m.replayAge.WithLabelValues(f)
 	}
 	return m
 }
@@ -125,10 +135,11 @@ func (m *Metrics) Watch(h *hub.Hub) {
 	)
 }
 
-// Handler serves the registry in the Prometheus text (or OpenMetrics)
-// format.
+// Handler serves the registry in the Prometheus text format, or in
+// OpenMetrics when the request's Accept header asks for it
+// (application/openmetrics-text).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
 }
 
 // Registry is the registry, for tests and for adding collectors.
@@ -155,7 +166,12 @@ func (m *Metrics) Published(facts int, took time.Duration) {
 	m.publish.Observe(took.Seconds())
 }
 
-// Delivered implements hub.Observer.
-func (m *Metrics) Delivered(face string, lag time.Duration) {
-	m.lag.WithLabelValues(face).Observe(lag.Seconds())
+// Delivered implements hub.Observer: live batches feed the delivery lag,
+// replayed ones the replay age.
+func (m *Metrics) Delivered(face string, live bool, age time.Duration) {
+	if live {
+		m.lag.WithLabelValues(face).Observe(age.Seconds())
+		return
+	}
+	m.replayAge.WithLabelValues(face).Observe(age.Seconds())
 }

@@ -207,8 +207,8 @@ func TestSubscribeOutcomes(t *testing.T) {
 			t.Errorf("%s = %v, want %v", key, m[key], want)
 		}
 	}
-	if m[`ringcast_delivery_lag_seconds_count{face="sse"}`] == 0 {
-		t.Error("no SSE delivery lag observed")
+	if m[`ringcast_replay_event_age_seconds_count{face="sse"}`] == 0 {
+		t.Error("no SSE replay observed")
 	}
 
 	// The Connect face, ahead of head.

@@ -30,7 +30,8 @@ type Service struct {
 var _ ringcastv1connect.EventServiceHandler = (*Service)(nil)
 
 // NewHandler returns the EventService route and handler. maxRequestBytes
-// bounds every request message (Publish's facts above all).
+// bounds every request message (Publish's facts above all). Interceptors in
+// opts wrap the built-in validation, so they see the requests it rejects.
 //
 // Responses are never compressed: a stream's events are shared by every
 // subscriber, and compressing them once per subscriber would multiply the
@@ -38,12 +39,14 @@ var _ ringcastv1connect.EventServiceHandler = (*Service)(nil)
 // each event is encoded once per codec and the bytes are shared by every
 // stream that sends it unchanged (see codec.go).
 func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) (string, http.Handler) {
-	opts = append(append([]connect.HandlerOption{
+	all := append([]connect.HandlerOption{}, opts...) // first: their interceptors are outermost
+	all = append(all,
 		connect.WithInterceptors(validate.NewInterceptor()),
 		connect.WithReadMaxBytes(maxRequestBytes),
 		connect.WithCompressMinBytes(math.MaxInt),
-	}, eventCodecs()...), opts...)
-	path, handler := ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, opts...)
+	)
+	all = append(all, eventCodecs()...)
+	path, handler := ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, all...)
 	return path, withBatchWriter(handler)
 }
 
