@@ -187,6 +187,19 @@ func (c *Client) Publish(ctx context.Context, facts []*ringcastv1.Fact, idempote
 	return res.Msg, nil
 }
 
+// PublishBatch appends several commits in one request, in order, and
+// returns one receipt per commit, in the same order. Each commit is a
+// PublishRequest (its facts and an optional idempotency key, deduplicated
+// on its own). The server checks every commit first and appends all of
+// them or, on any error, none; no other commit lands between them.
+func (c *Client) PublishBatch(ctx context.Context, commits []*ringcastv1.PublishRequest) ([]*ringcastv1.PublishResponse, error) {
+	res, err := c.rpc.PublishBatch(ctx, connect.NewRequest(&ringcastv1.PublishBatchRequest{Commits: commits}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg.GetReceipts(), nil
+}
+
 // Status returns the server's status and subscriber count.
 func (c *Client) Status(ctx context.Context) (*ringcastv1.GetServerStatusResponse, error) {
 	res, err := c.rpc.GetServerStatus(ctx, connect.NewRequest(&ringcastv1.GetServerStatusRequest{}))

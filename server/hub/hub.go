@@ -314,38 +314,16 @@ func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt,
 // acknowledged the commit (and this hub holds it, unless ctx ends first); a
 // Log that fails yields an error wrapping ErrUnavailable.
 func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
-	for i, f := range facts {
-		f.Index = uint32(i)
-	}
 	if h.log != nil {
+		for i, f := range facts {
+			f.Index = uint32(i)
+		}
 		return h.publishLog(ctx, facts, idempotencyKey)
 	}
-	h.mu.Lock()
-	now := time.Now()
-	if idempotencyKey != "" {
-		// A retry of a publish that succeeded gets its receipt, even
-		// while draining.
-		if r, ok := h.dedupe.get(idempotencyKey, now); ok {
-			h.mu.Unlock()
-			r.Duplicate = true
-			return r, nil
-		}
-	}
-	if h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
-		h.mu.Unlock()
-		return Receipt{}, ErrDraining
-	}
-	ev := newCommitEvent(h.epoch, h.ring.head+1, now, facts)
-	h.ring.push(ev)
-	h.keys.apply(ev)
-	r := Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
-	if idempotencyKey != "" {
-		h.dedupe.put(idempotencyKey, r, now)
-	}
-	h.mu.Unlock()
-	h.signal()
-	h.cfg.Observer.Published(len(facts), time.Since(now))
-	return r, nil
+	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey}}
+	var receipts [1]Receipt
+	err := h.publish(commits[:], receipts[:])
+	return receipts[0], err
 }
 
 // signal tells the notifier that head advanced; it never blocks.

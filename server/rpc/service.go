@@ -7,6 +7,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 
@@ -74,18 +75,53 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	r, err := s.hub.PublishContext(ctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
-	if errors.Is(err, hub.ErrDraining) || errors.Is(err, hub.ErrUnavailable) {
-		return nil, connect.NewError(connect.CodeUnavailable, err)
-	}
 	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
+		return nil, publishError(err)
 	}
-	return connect.NewResponse(&ringcastv1.PublishResponse{
+	return connect.NewResponse(receipt(r)), nil
+}
+
+// PublishBatch appends several commits in order, all or none (see
+// hub.PublishBatch). The validation interceptor has checked every commit;
+// non-finite numbers are checked here, for all of them before any append.
+func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcastv1.PublishBatchRequest]) (*connect.Response[ringcastv1.PublishBatchResponse], error) {
+	in := req.Msg.GetCommits()
+	commits := make([]hub.Commit, len(in))
+	for i, c := range in {
+		if err := checkFinite(c.GetFacts()); err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("commits[%d].%w", i, err))
+		}
+		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey()}
+	}
+	rs, err := s.hub.PublishBatch(ctx, commits)
+	if err != nil {
+		return nil, publishError(err)
+	}
+	out := make([]*ringcastv1.PublishResponse, len(rs))
+	for i, r := range rs {
+		out[i] = receipt(r)
+	}
+	return connect.NewResponse(&ringcastv1.PublishBatchResponse{Receipts: out}), nil
+}
+
+// publishError maps a hub publish error to its RPC code.
+func publishError(err error) error {
+	switch {
+	case errors.Is(err, hub.ErrDraining), errors.Is(err, hub.ErrUnavailable):
+		return connect.NewError(connect.CodeUnavailable, err)
+	case errors.Is(err, hub.ErrBatchUnsupported):
+		return connect.NewError(connect.CodeUnimplemented, err)
+	}
+	return connect.NewError(connect.CodeInternal, err)
+}
+
+func receipt(r hub.Receipt) *ringcastv1.PublishResponse {
+	return &ringcastv1.PublishResponse{
 		Seq:           r.Seq,
 		InstanceEpoch: r.Epoch,
 		EventTime:     timestamppb.New(r.Time),
 		Duplicate:     r.Duplicate,
-	}), nil
+	}
 }
 
 // GetServerStatus reports the running instance.

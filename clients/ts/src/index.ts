@@ -20,6 +20,8 @@
  */
 export { subscribe, Subscription, PERMANENT_CODES } from "./subscribe.js";
 export type { SubscribeOptions, ConnectionEvent } from "./subscribe.js";
+export { publishBatch } from "./publish.js";
+export type { CommitInit } from "./publish.js";
 export type { StreamItem, FactItem, CaughtUpSignal, ResyncedSignal } from "./items.js";
 export { reasonName } from "./items.js";
 export {
@@ -43,6 +45,8 @@ export {
 } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 export type {
   Fact,
+  PublishBatchRequest,
+  PublishBatchResponse,
   PublishRequest,
   PublishResponse,
   ServerStatus,

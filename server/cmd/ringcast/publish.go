@@ -19,15 +19,39 @@ const publishSynopsis = `publish [flags] [FACT…]
 Publishes one commit. Each FACT is a JSON object in Connect JSON form, e.g.
   '{"topic":"gauges/ribble/g-014","type":"gauge.level","key":"g-014","data":{"level_m":1.2}}'
 With no FACT arguments, facts are read from stdin: JSON objects one after
-another, or one JSON array of them. Prints the receipt as JSON.`
+another, or one JSON array of them. Prints the receipt as JSON.
+
+With --lines, every line of stdin is a commit of its own: a fact object, a
+JSON array of facts, or a whole request ({"facts":[…],"idempotencyKey":"…"}).
+Lines are sent in batches (PublishBatch, up to --batch commits per request):
+whatever has arrived while the previous request was in flight goes in the
+next one, so a fast producer is batched and a slow one is not delayed. Prints
+one receipt per line, in order. A bad line or a failed request stops the
+command; the lines before it were published (their receipts are printed),
+none after it.`
 
 func publishCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var cf clientFlags
 	fs := newFlagSet("publish", publishSynopsis, stderr)
 	cf.register(fs)
 	key := fs.String("idempotency-key", "", "make the publish safe to retry: a repeat within the dedupe window returns the original receipt")
+	lines := fs.Bool("lines", false, "read one commit per stdin line and publish them in batches (PublishBatch)")
+	batch := fs.Int("batch", 256, "with --lines: most commits per request (1..1024)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *lines {
+		if fs.NArg() > 0 || *key != "" {
+			return errors.New("--lines reads commits from stdin: no FACT arguments or --idempotency-key (put idempotencyKey in a line)")
+		}
+		if *batch < 1 || *batch > maxBatchCommits {
+			return fmt.Errorf("--batch %d: want 1..%d", *batch, maxBatchCommits)
+		}
+		c, err := cf.client()
+		if err != nil {
+			return err
+		}
+		return publishLines(ctx, c, stdin, stdout, *batch)
 	}
 	var facts []*ringcastv1.Fact
 	var err error

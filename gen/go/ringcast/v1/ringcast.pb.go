@@ -1376,6 +1376,102 @@ func (x *PublishResponse) GetDuplicate() bool {
 	return false
 }
 
+// PublishBatchRequest holds several commits, each exactly what a
+// PublishRequest holds (validated, and deduplicated by its
+// idempotency_key, on its own).
+type PublishBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The commits, 1..1024, appended in this order.
+	Commits       []*PublishRequest `protobuf:"bytes,1,rep,name=commits,proto3" json:"commits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishBatchRequest) Reset() {
+	*x = PublishBatchRequest{}
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishBatchRequest) ProtoMessage() {}
+
+func (x *PublishBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishBatchRequest.ProtoReflect.Descriptor instead.
+func (*PublishBatchRequest) Descriptor() ([]byte, []int) {
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PublishBatchRequest) GetCommits() []*PublishRequest {
+	if x != nil {
+		return x.Commits
+	}
+	return nil
+}
+
+// PublishBatchResponse holds one receipt per commit, in request order. A
+// commit whose idempotency_key matched an earlier publish (or an earlier
+// commit of the same batch) gets that commit's receipt with duplicate =
+// true and appends nothing.
+type PublishBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Receipts      []*PublishResponse     `protobuf:"bytes,1,rep,name=receipts,proto3" json:"receipts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishBatchResponse) Reset() {
+	*x = PublishBatchResponse{}
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishBatchResponse) ProtoMessage() {}
+
+func (x *PublishBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishBatchResponse.ProtoReflect.Descriptor instead.
+func (*PublishBatchResponse) Descriptor() ([]byte, []int) {
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PublishBatchResponse) GetReceipts() []*PublishResponse {
+	if x != nil {
+		return x.Receipts
+	}
+	return nil
+}
+
 type GetServerStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1384,7 +1480,7 @@ type GetServerStatusRequest struct {
 
 func (x *GetServerStatusRequest) Reset() {
 	*x = GetServerStatusRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1492,7 @@ func (x *GetServerStatusRequest) String() string {
 func (*GetServerStatusRequest) ProtoMessage() {}
 
 func (x *GetServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1505,7 @@ func (x *GetServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{13}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{15}
 }
 
 type GetServerStatusResponse struct {
@@ -1423,7 +1519,7 @@ type GetServerStatusResponse struct {
 
 func (x *GetServerStatusResponse) Reset() {
 	*x = GetServerStatusResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1531,7 @@ func (x *GetServerStatusResponse) String() string {
 func (*GetServerStatusResponse) ProtoMessage() {}
 
 func (x *GetServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1544,7 @@ func (x *GetServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{14}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetServerStatusResponse) GetStatus() *ServerStatus {
@@ -1558,7 +1654,11 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\x0einstance_epoch\x18\x02 \x01(\x06R\rinstanceEpoch\x129\n" +
 	"\n" +
 	"event_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12\x1c\n" +
-	"\tduplicate\x18\x04 \x01(\bR\tduplicate\"\x18\n" +
+	"\tduplicate\x18\x04 \x01(\bR\tduplicate\"Y\n" +
+	"\x13PublishBatchRequest\x12B\n" +
+	"\acommits\x18\x01 \x03(\v2\x1b.ringcast.v1.PublishRequestB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\bR\acommits\"P\n" +
+	"\x14PublishBatchResponse\x128\n" +
+	"\breceipts\x18\x01 \x03(\v2\x1c.ringcast.v1.PublishResponseR\breceipts\"\x18\n" +
 	"\x16GetServerStatusRequest\"n\n" +
 	"\x17GetServerStatusResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.ringcast.v1.ServerStatusR\x06status\x12 \n" +
@@ -1581,10 +1681,11 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\vServerState\x12\x1c\n" +
 	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SERVER_STATE_SERVING\x10\x01\x12\x19\n" +
-	"\x15SERVER_STATE_DRAINING\x10\x022\x97\x02\n" +
+	"\x15SERVER_STATE_DRAINING\x10\x022\xec\x02\n" +
 	"\fEventService\x12^\n" +
 	"\x0fSubscribeEvents\x12#.ringcast.v1.SubscribeEventsRequest\x1a$.ringcast.v1.SubscribeEventsResponse0\x01\x12D\n" +
-	"\aPublish\x12\x1b.ringcast.v1.PublishRequest\x1a\x1c.ringcast.v1.PublishResponse\x12a\n" +
+	"\aPublish\x12\x1b.ringcast.v1.PublishRequest\x1a\x1c.ringcast.v1.PublishResponse\x12S\n" +
+	"\fPublishBatch\x12 .ringcast.v1.PublishBatchRequest\x1a!.ringcast.v1.PublishBatchResponse\x12a\n" +
 	"\x0fGetServerStatus\x12#.ringcast.v1.GetServerStatusRequest\x1a$.ringcast.v1.GetServerStatusResponse\"\x03\x90\x02\x01B<Z:github.com/ringcast/ringcast/gen/go/ringcast/v1;ringcastv1b\x06proto3"
 
 var (
@@ -1600,7 +1701,7 @@ func file_ringcast_v1_ringcast_proto_rawDescGZIP() []byte {
 }
 
 var file_ringcast_v1_ringcast_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ringcast_v1_ringcast_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_ringcast_v1_ringcast_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_ringcast_v1_ringcast_proto_goTypes = []any{
 	(Snapshot)(0),                   // 0: ringcast.v1.Snapshot
 	(OnUnservable)(0),               // 1: ringcast.v1.OnUnservable
@@ -1619,16 +1720,18 @@ var file_ringcast_v1_ringcast_proto_goTypes = []any{
 	(*Limits)(nil),                  // 14: ringcast.v1.Limits
 	(*PublishRequest)(nil),          // 15: ringcast.v1.PublishRequest
 	(*PublishResponse)(nil),         // 16: ringcast.v1.PublishResponse
-	(*GetServerStatusRequest)(nil),  // 17: ringcast.v1.GetServerStatusRequest
-	(*GetServerStatusResponse)(nil), // 18: ringcast.v1.GetServerStatusResponse
-	(*timestamppb.Timestamp)(nil),   // 19: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 20: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 21: google.protobuf.Duration
+	(*PublishBatchRequest)(nil),     // 17: ringcast.v1.PublishBatchRequest
+	(*PublishBatchResponse)(nil),    // 18: ringcast.v1.PublishBatchResponse
+	(*GetServerStatusRequest)(nil),  // 19: ringcast.v1.GetServerStatusRequest
+	(*GetServerStatusResponse)(nil), // 20: ringcast.v1.GetServerStatusResponse
+	(*timestamppb.Timestamp)(nil),   // 21: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 22: google.protobuf.Struct
+	(*durationpb.Duration)(nil),     // 23: google.protobuf.Duration
 }
 var file_ringcast_v1_ringcast_proto_depIdxs = []int32{
 	0,  // 0: ringcast.v1.SubscribeEventsRequest.snapshot:type_name -> ringcast.v1.Snapshot
 	1,  // 1: ringcast.v1.SubscribeEventsRequest.on_unservable:type_name -> ringcast.v1.OnUnservable
-	19, // 2: ringcast.v1.SubscribeEventsResponse.event_time:type_name -> google.protobuf.Timestamp
+	21, // 2: ringcast.v1.SubscribeEventsResponse.event_time:type_name -> google.protobuf.Timestamp
 	13, // 3: ringcast.v1.SubscribeEventsResponse.server_status:type_name -> ringcast.v1.ServerStatus
 	6,  // 4: ringcast.v1.SubscribeEventsResponse.commit:type_name -> ringcast.v1.Commit
 	8,  // 5: ringcast.v1.SubscribeEventsResponse.progress:type_name -> ringcast.v1.Progress
@@ -1637,30 +1740,34 @@ var file_ringcast_v1_ringcast_proto_depIdxs = []int32{
 	12, // 8: ringcast.v1.SubscribeEventsResponse.gap:type_name -> ringcast.v1.Gap
 	11, // 9: ringcast.v1.SubscribeEventsResponse.resync_required:type_name -> ringcast.v1.ResyncRequired
 	7,  // 10: ringcast.v1.Commit.facts:type_name -> ringcast.v1.Fact
-	20, // 11: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
-	21, // 12: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
+	22, // 11: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
+	23, // 12: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
 	2,  // 13: ringcast.v1.ResyncRequired.reason:type_name -> ringcast.v1.Reason
 	2,  // 14: ringcast.v1.Gap.reason:type_name -> ringcast.v1.Reason
-	19, // 15: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
+	21, // 15: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
 	3,  // 16: ringcast.v1.ServerStatus.state:type_name -> ringcast.v1.ServerState
 	14, // 17: ringcast.v1.ServerStatus.limits:type_name -> ringcast.v1.Limits
-	21, // 18: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
-	21, // 19: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
-	21, // 20: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
+	23, // 18: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
+	23, // 19: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
+	23, // 20: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
 	7,  // 21: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
-	19, // 22: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
-	13, // 23: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
-	4,  // 24: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
-	15, // 25: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
-	17, // 26: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
-	5,  // 27: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
-	16, // 28: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
-	18, // 29: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
-	27, // [27:30] is the sub-list for method output_type
-	24, // [24:27] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	21, // 22: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
+	15, // 23: ringcast.v1.PublishBatchRequest.commits:type_name -> ringcast.v1.PublishRequest
+	16, // 24: ringcast.v1.PublishBatchResponse.receipts:type_name -> ringcast.v1.PublishResponse
+	13, // 25: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
+	4,  // 26: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
+	15, // 27: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
+	17, // 28: ringcast.v1.EventService.PublishBatch:input_type -> ringcast.v1.PublishBatchRequest
+	19, // 29: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
+	5,  // 30: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
+	16, // 31: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
+	18, // 32: ringcast.v1.EventService.PublishBatch:output_type -> ringcast.v1.PublishBatchResponse
+	20, // 33: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
+	30, // [30:34] is the sub-list for method output_type
+	26, // [26:30] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_ringcast_v1_ringcast_proto_init() }
@@ -1687,7 +1794,7 @@ func file_ringcast_v1_ringcast_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ringcast_v1_ringcast_proto_rawDesc), len(file_ringcast_v1_ringcast_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

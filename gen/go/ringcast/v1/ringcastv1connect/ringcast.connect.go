@@ -48,6 +48,9 @@ const (
 	EventServiceSubscribeEventsProcedure = "/ringcast.v1.EventService/SubscribeEvents"
 	// EventServicePublishProcedure is the fully-qualified name of the EventService's Publish RPC.
 	EventServicePublishProcedure = "/ringcast.v1.EventService/Publish"
+	// EventServicePublishBatchProcedure is the fully-qualified name of the EventService's PublishBatch
+	// RPC.
+	EventServicePublishBatchProcedure = "/ringcast.v1.EventService/PublishBatch"
 	// EventServiceGetServerStatusProcedure is the fully-qualified name of the EventService's
 	// GetServerStatus RPC.
 	EventServiceGetServerStatusProcedure = "/ringcast.v1.EventService/GetServerStatus"
@@ -62,6 +65,11 @@ type EventServiceClient interface {
 	// Publish appends one commit of 1..N facts and returns its receipt once
 	// the commit is in the ring.
 	Publish(context.Context, *connect.Request[v1.PublishRequest]) (*connect.Response[v1.PublishResponse], error)
+	// PublishBatch appends several commits in one request, in order, each
+	// with its own seq and receipt. All are validated first; then all are
+	// appended (under one lock, so no other commit lands between them) or,
+	// on any error, none.
+	PublishBatch(context.Context, *connect.Request[v1.PublishBatchRequest]) (*connect.Response[v1.PublishBatchResponse], error)
 	// GetServerStatus reports the running instance: epoch, window, head and
 	// oldest seq, state, limits and subscriber count. Callable by HTTP GET.
 	GetServerStatus(context.Context, *connect.Request[v1.GetServerStatusRequest]) (*connect.Response[v1.GetServerStatusResponse], error)
@@ -90,6 +98,12 @@ func NewEventServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(eventServiceMethods.ByName("Publish")),
 			connect.WithClientOptions(opts...),
 		),
+		publishBatch: connect.NewClient[v1.PublishBatchRequest, v1.PublishBatchResponse](
+			httpClient,
+			baseURL+EventServicePublishBatchProcedure,
+			connect.WithSchema(eventServiceMethods.ByName("PublishBatch")),
+			connect.WithClientOptions(opts...),
+		),
 		getServerStatus: connect.NewClient[v1.GetServerStatusRequest, v1.GetServerStatusResponse](
 			httpClient,
 			baseURL+EventServiceGetServerStatusProcedure,
@@ -104,6 +118,7 @@ func NewEventServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 type eventServiceClient struct {
 	subscribeEvents *connect.Client[v1.SubscribeEventsRequest, v1.SubscribeEventsResponse]
 	publish         *connect.Client[v1.PublishRequest, v1.PublishResponse]
+	publishBatch    *connect.Client[v1.PublishBatchRequest, v1.PublishBatchResponse]
 	getServerStatus *connect.Client[v1.GetServerStatusRequest, v1.GetServerStatusResponse]
 }
 
@@ -115,6 +130,11 @@ func (c *eventServiceClient) SubscribeEvents(ctx context.Context, req *connect.R
 // Publish calls ringcast.v1.EventService.Publish.
 func (c *eventServiceClient) Publish(ctx context.Context, req *connect.Request[v1.PublishRequest]) (*connect.Response[v1.PublishResponse], error) {
 	return c.publish.CallUnary(ctx, req)
+}
+
+// PublishBatch calls ringcast.v1.EventService.PublishBatch.
+func (c *eventServiceClient) PublishBatch(ctx context.Context, req *connect.Request[v1.PublishBatchRequest]) (*connect.Response[v1.PublishBatchResponse], error) {
+	return c.publishBatch.CallUnary(ctx, req)
 }
 
 // GetServerStatus calls ringcast.v1.EventService.GetServerStatus.
@@ -131,6 +151,11 @@ type EventServiceHandler interface {
 	// Publish appends one commit of 1..N facts and returns its receipt once
 	// the commit is in the ring.
 	Publish(context.Context, *connect.Request[v1.PublishRequest]) (*connect.Response[v1.PublishResponse], error)
+	// PublishBatch appends several commits in one request, in order, each
+	// with its own seq and receipt. All are validated first; then all are
+	// appended (under one lock, so no other commit lands between them) or,
+	// on any error, none.
+	PublishBatch(context.Context, *connect.Request[v1.PublishBatchRequest]) (*connect.Response[v1.PublishBatchResponse], error)
 	// GetServerStatus reports the running instance: epoch, window, head and
 	// oldest seq, state, limits and subscriber count. Callable by HTTP GET.
 	GetServerStatus(context.Context, *connect.Request[v1.GetServerStatusRequest]) (*connect.Response[v1.GetServerStatusResponse], error)
@@ -155,6 +180,12 @@ func NewEventServiceHandler(svc EventServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(eventServiceMethods.ByName("Publish")),
 		connect.WithHandlerOptions(opts...),
 	)
+	eventServicePublishBatchHandler := connect.NewUnaryHandler(
+		EventServicePublishBatchProcedure,
+		svc.PublishBatch,
+		connect.WithSchema(eventServiceMethods.ByName("PublishBatch")),
+		connect.WithHandlerOptions(opts...),
+	)
 	eventServiceGetServerStatusHandler := connect.NewUnaryHandler(
 		EventServiceGetServerStatusProcedure,
 		svc.GetServerStatus,
@@ -168,6 +199,8 @@ func NewEventServiceHandler(svc EventServiceHandler, opts ...connect.HandlerOpti
 			eventServiceSubscribeEventsHandler.ServeHTTP(w, r)
 		case EventServicePublishProcedure:
 			eventServicePublishHandler.ServeHTTP(w, r)
+		case EventServicePublishBatchProcedure:
+			eventServicePublishBatchHandler.ServeHTTP(w, r)
 		case EventServiceGetServerStatusProcedure:
 			eventServiceGetServerStatusHandler.ServeHTTP(w, r)
 		default:
@@ -185,6 +218,10 @@ func (UnimplementedEventServiceHandler) SubscribeEvents(context.Context, *connec
 
 func (UnimplementedEventServiceHandler) Publish(context.Context, *connect.Request[v1.PublishRequest]) (*connect.Response[v1.PublishResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ringcast.v1.EventService.Publish is not implemented"))
+}
+
+func (UnimplementedEventServiceHandler) PublishBatch(context.Context, *connect.Request[v1.PublishBatchRequest]) (*connect.Response[v1.PublishBatchResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ringcast.v1.EventService.PublishBatch is not implemented"))
 }
 
 func (UnimplementedEventServiceHandler) GetServerStatus(context.Context, *connect.Request[v1.GetServerStatusRequest]) (*connect.Response[v1.GetServerStatusResponse], error) {

@@ -1,0 +1,194 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// Commit is one commit to publish: its facts and an optional idempotency
+// key (see Publish).
+type Commit struct {
+	Facts          []*ringcastv1.Fact
+	IdempotencyKey string
+}
+
+// ErrBatchUnsupported is returned by PublishBatch for a batch of more than
+// one commit when the hub's Log cannot append a batch atomically (it does
+// not implement BatchLog).
+var ErrBatchUnsupported = errors.New("hub: this store cannot append several commits atomically; publish them one by one")
+
+// BatchLog is a Log that can append several commits at once: all of them,
+// with consecutive seqs in order, or none. AppendBatch returns one receipt
+// per commit (Epoch left zero); a commit whose key the log has seen gets the
+// original receipt with Duplicate set and is not appended.
+type BatchLog interface {
+	Log
+	AppendBatch(ctx context.Context, at time.Time, commits []Commit) ([]Receipt, error)
+}
+
+// PublishBatch appends commits in order, each with its own seq, and returns
+// one receipt per commit. It is all or nothing: the batch is checked first
+// (deduplication, draining), then every new commit is appended under one
+// acquisition of the lock, so no other commit lands between them; on error
+// nothing is appended. Each commit is deduplicated on its own, also against
+// the commits before it in the same batch: a repeated key gets the earlier
+// commit's receipt with Duplicate set. A batch that is all duplicates
+// succeeds even while draining. The hub takes ownership of the facts, as
+// Publish does. Facts are validated at the RPC edge.
+//
+// With a Log, the Log numbers and deduplicates the commits (see BatchLog);
+// ctx bounds the wait for its acknowledgement, as in PublishContext.
+func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, error) {
+	if h.log != nil {
+		return h.publishBatchLog(ctx, commits)
+	}
+	receipts := make([]Receipt, len(commits))
+	if err := h.publish(commits, receipts); err != nil {
+		return nil, err
+	}
+	return receipts, nil
+}
+
+// publish is Publish and PublishBatch: it fills receipts[i] for commits[i].
+func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
+	for _, c := range commits {
+		for i, f := range c.Facts {
+			f.Index = uint32(i)
+		}
+	}
+	h.mu.Lock()
+	now := time.Now()
+	// Check everything before appending anything. dup[i] >= 0 names the
+	// earlier commit of this batch whose key commit i repeats.
+	fresh := 0
+	var dup []int
+	var keys map[string]int // first commit of this batch with each key
+	for i, c := range commits {
+		if c.IdempotencyKey == "" {
+			fresh++
+			continue
+		}
+		if r, ok := h.dedupe.get(c.IdempotencyKey, now); ok {
+			// A retry of a publish that succeeded gets its receipt, even
+			// while draining.
+			r.Duplicate = true
+			receipts[i] = r
+			continue
+		}
+		if j, ok := keys[c.IdempotencyKey]; ok {
+			if dup == nil {
+				dup = make([]int, len(commits))
+				for k := range dup {
+					dup[k] = -1
+				}
+			}
+			dup[i] = j
+			continue
+		}
+		if len(commits) > 1 {
+			if keys == nil {
+				keys = make(map[string]int)
+			}
+			keys[c.IdempotencyKey] = i
+		}
+		fresh++
+	}
+	if fresh > 0 && h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
+		h.mu.Unlock()
+		clear(receipts)
+		return ErrDraining
+	}
+	for i, c := range commits {
+		switch {
+		case dup != nil && dup[i] >= 0:
+			r := receipts[dup[i]]
+			r.Duplicate = true
+			receipts[i] = r
+			continue
+		case receipts[i].Duplicate:
+			continue
+		}
+		ev := newCommitEvent(h.epoch, h.ring.head+1, now, c.Facts)
+		h.appendLocked(ev)
+		receipts[i] = Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
+		if c.IdempotencyKey != "" {
+			h.dedupe.put(c.IdempotencyKey, receipts[i], now)
+		}
+	}
+	h.mu.Unlock()
+	if fresh == 0 {
+		return nil
+	}
+	h.signal()
+	took := time.Since(now)
+	for i, c := range commits {
+		if !receipts[i].Duplicate {
+			h.cfg.Observer.Published(len(c.Facts), took)
+		}
+	}
+	return nil
+}
+
+// appendLocked appends one commit event to the ring and the latest-per-key
+// table. The caller holds mu and signals the notifier after unlocking.
+func (h *Hub) appendLocked(ev *Event) {
+	h.ring.push(ev)
+	h.keys.apply(ev)
+}
+
+// publishBatchLog is PublishBatch with a Log.
+func (h *Hub) publishBatchLog(ctx context.Context, commits []Commit) ([]Receipt, error) {
+	for _, c := range commits {
+		for i, f := range c.Facts {
+			f.Index = uint32(i)
+		}
+	}
+	if len(commits) == 1 {
+		r, err := h.publishLog(ctx, commits[0].Facts, commits[0].IdempotencyKey)
+		if err != nil {
+			return nil, err
+		}
+		return []Receipt{r}, nil
+	}
+	bl, ok := h.log.(BatchLog)
+	if !ok {
+		return nil, ErrBatchUnsupported
+	}
+	now := time.Now()
+	h.mu.RLock()
+	serving := h.state == ringcastv1.ServerState_SERVER_STATE_SERVING
+	h.mu.RUnlock()
+	if !serving {
+		return nil, ErrDraining
+	}
+	rs, err := bl.AppendBatch(ctx, now, commits)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	var top uint64
+	for i := range rs {
+		rs[i].Epoch = h.epoch
+		top = max(top, rs[i].Seq)
+	}
+	_ = h.waitHead(ctx, top) // the receipts stand even if ctx ends first
+	h.mu.Lock()
+	for i, c := range commits {
+		if c.IdempotencyKey != "" && !rs[i].Duplicate {
+			if _, ok := h.dedupe.get(c.IdempotencyKey, now); !ok {
+				h.dedupe.put(c.IdempotencyKey, Receipt{Seq: rs[i].Seq, Epoch: rs[i].Epoch, Time: rs[i].Time}, now)
+			}
+		}
+	}
+	h.mu.Unlock()
+	took := time.Since(now)
+	for i, c := range commits {
+		if !rs[i].Duplicate {
+			h.cfg.Observer.Published(len(c.Facts), took)
+		}
+	}
+	return rs, nil
+}
