@@ -60,6 +60,8 @@ func (h *Hub) classify(ctx context.Context, req Request) (classification, error)
 // in that range. It returns REASON_UNSPECIFIED when the request is servable.
 func classify(req Request, epoch, oldest, head uint64, at func(uint64) *Event) (ringcastv1.Reason, Outcome) {
 	switch {
+	case req.MalformedCursor:
+		return ringcastv1.Reason_REASON_MALFORMED_CURSOR, OutcomeMalformedCursor
 	case req.SinceSeq == 0:
 		return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeNew
 	case req.Epoch != epoch:

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,4 +79,48 @@ func hasCaughtUp(msgs []*ringcastv1.SubscribeEventsResponse) bool {
 		}
 	}
 	return false
+}
+
+// TestMalformedCursorIsItsOwnReason: a face that could not parse a cursor
+// says so, and the hub answers REASON_MALFORMED_CURSOR (requested_seq 0),
+// counted under its own outcome; inline, the snapshot follows the Gap.
+func TestMalformedCursorIsItsOwnReason(t *testing.T) {
+	var obs outcomes
+	h := newHub(t, hub.Config{Observer: &obs})
+	mustPublish(t, h, fact("a", "", 1))
+	msgs := run(t, h, hub.Request{MalformedCursor: true, EndAtHead: true})
+	if len(msgs) != 1 || msgs[0].GetResyncRequired().GetReason() != ringcastv1.Reason_REASON_MALFORMED_CURSOR || msgs[0].GetResyncRequired().GetRequestedSeq() != 0 {
+		t.Fatalf("malformed cursor got %v, want only ResyncRequired(MALFORMED_CURSOR) with requested_seq 0", msgs)
+	}
+	msgs = run(t, h, hub.Request{MalformedCursor: true, OnUnservable: ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE, EndAtHead: true})
+	if len(msgs) != 4 || msgs[0].GetGap().GetReason() != ringcastv1.Reason_REASON_MALFORMED_CURSOR || msgs[1].Seq != 1 || msgs[2].Seq != 2 || msgs[3].GetCaughtUp() == nil {
+		t.Fatalf("malformed cursor inline got %v, want Gap(MALFORMED_CURSOR), the retained snapshot (seqs 1, 2), CaughtUp", msgs)
+	}
+	if got := obs.list(); len(got) != 2 || got[0] != hub.OutcomeMalformedCursor || got[1] != hub.OutcomeMalformedCursor {
+		t.Fatalf("outcomes %v, want malformed_cursor twice", got)
+	}
+}
+
+// outcomes is an Observer recording subscribe outcomes.
+type outcomes struct {
+	mu  sync.Mutex
+	got []hub.Outcome
+}
+
+func (*outcomes) StreamStarted(string)            {}
+func (*outcomes) StreamEnded(string)              {}
+func (*outcomes) Lagged(string)                   {}
+func (*outcomes) Published(int, time.Duration)    {}
+func (*outcomes) Delivered(string, time.Duration) {}
+
+func (o *outcomes) Subscribed(_ string, out hub.Outcome) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.got = append(o.got, out)
+}
+
+func (o *outcomes) list() []hub.Outcome {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]hub.Outcome(nil), o.got...)
 }

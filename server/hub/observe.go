@@ -12,12 +12,13 @@ type Outcome string
 
 // The subscribe outcomes.
 const (
-	OutcomeNew            Outcome = "new"               // since_seq 0 / no Last-Event-ID
-	OutcomeResumed        Outcome = "resumed"           // served from the cursor
-	OutcomeTooOld         Outcome = "too_old"           // the cursor's next event left the ring
-	OutcomeAhead          Outcome = "ahead"             // the cursor is beyond head
-	OutcomeEpochMismatch  Outcome = "epoch_mismatch"    // another instance's cursor
-	OutcomeFactOutOfRange Outcome = "fact_out_of_range" // since_fact names no remaining fact
+	OutcomeNew             Outcome = "new"               // since_seq 0 / no Last-Event-ID
+	OutcomeResumed         Outcome = "resumed"           // served from the cursor
+	OutcomeTooOld          Outcome = "too_old"           // the cursor's next event left the ring
+	OutcomeAhead           Outcome = "ahead"             // the cursor is beyond head
+	OutcomeEpochMismatch   Outcome = "epoch_mismatch"    // another instance's cursor
+	OutcomeFactOutOfRange  Outcome = "fact_out_of_range" // since_fact names no remaining fact
+	OutcomeMalformedCursor Outcome = "malformed_cursor"  // a cursor that does not parse (SSE)
 )
 
 // Observer receives the hub's counts; the metrics package implements it.

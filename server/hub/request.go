@@ -17,6 +17,9 @@ type Request struct {
 	OnUnservable ringcastv1.OnUnservable
 	UntilSeq     uint64
 	EndAtHead    bool
+	// MalformedCursor says the face received a cursor it could not parse
+	// (an SSE Last-Event-ID): the hub answers REASON_MALFORMED_CURSOR.
+	MalformedCursor bool
 }
 
 // RequestFromProto converts a validated SubscribeEventsRequest.

@@ -22,7 +22,7 @@ var Faces = []string{"connect", "sse"}
 // Outcomes are the subscribe outcomes, pre-registered per face.
 var Outcomes = []hub.Outcome{
 	hub.OutcomeNew, hub.OutcomeResumed, hub.OutcomeTooOld, hub.OutcomeAhead,
-	hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange,
+	hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange, hub.OutcomeMalformedCursor,
 }
 
 // Metrics holds one server's collectors and registry. It implements
@@ -50,7 +50,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		subscribes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringcast_subscribes_total",
-			Help: "Streams opened, by face (connect, sse) and outcome (new, resumed, too_old, ahead, epoch_mismatch, fact_out_of_range).",
+			Help: "Streams opened, by face (connect, sse) and outcome (new, resumed, too_old, ahead, epoch_mismatch, fact_out_of_range, malformed_cursor).",
 		}, []string{"face", "outcome"}),
 		lagged: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringcast_lagging_cutoffs_total",

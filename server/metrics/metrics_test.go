@@ -152,7 +152,7 @@ func TestSubscribeOutcomes(t *testing.T) {
 
 	m := scrape(t, srv.URL)
 	for _, f := range []string{"connect", "sse"} {
-		for _, o := range []hub.Outcome{hub.OutcomeNew, hub.OutcomeResumed, hub.OutcomeTooOld, hub.OutcomeAhead, hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange} {
+		for _, o := range []hub.Outcome{hub.OutcomeNew, hub.OutcomeResumed, hub.OutcomeTooOld, hub.OutcomeAhead, hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange, hub.OutcomeMalformedCursor} {
 			if v, ok := m[subscribes(f, o)]; !ok || v != 0 {
 				t.Errorf("%s = %v (present %v), want 0 from the start", subscribes(f, o), v, ok)
 			}
@@ -187,21 +187,22 @@ func TestSubscribeOutcomes(t *testing.T) {
 	if first != sse.EventGap {
 		t.Errorf("stale id began with %q, want gap", first)
 	}
-	// A malformed id counts as epoch_mismatch (an id of no instance).
+	// A malformed id is its own outcome.
 	_, _, first = sseUntilCaughtUp(t, srv.URL, "bogus")
 	if first != sse.EventGap {
 		t.Errorf("malformed id began with %q, want gap", first)
 	}
 	m = scrape(t, srv.URL)
 	for key, want := range map[string]float64{
-		subscribes("sse", hub.OutcomeResumed):       1,
-		subscribes("sse", hub.OutcomeTooOld):        1,
-		subscribes("sse", hub.OutcomeEpochMismatch): 1,
-		"ringcast_commits_published_total":          20,
-		"ringcast_facts_published_total":            20,
-		"ringcast_head_seq":                         21,
-		"ringcast_oldest_seq":                       14,
-		"ringcast_publish_duration_seconds_count":   20,
+		subscribes("sse", hub.OutcomeResumed):         1,
+		subscribes("sse", hub.OutcomeTooOld):          1,
+		subscribes("sse", hub.OutcomeMalformedCursor): 1,
+		subscribes("sse", hub.OutcomeEpochMismatch):   0,
+		"ringcast_commits_published_total":            20,
+		"ringcast_facts_published_total":              20,
+		"ringcast_head_seq":                           21,
+		"ringcast_oldest_seq":                         14,
+		"ringcast_publish_duration_seconds_count":     20,
 	} {
 		if m[key] != want {
 			t.Errorf("%s = %v, want %v", key, m[key], want)

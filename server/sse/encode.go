@@ -21,11 +21,6 @@ const (
 	EventGap      = "gap"
 )
 
-// ReasonMalformedID is the gap reason for a Last-Event-ID that is not an id
-// this face sends. The other reasons are the proto Reason names, lower case,
-// without the REASON_ prefix (see ReasonName).
-const ReasonMalformedID = "malformed_id"
-
 // ReasonName is the SSE name of a proto Reason: REASON_CURSOR_TOO_OLD is
 // "cursor_too_old", REASON_EPOCH_MISMATCH "epoch_mismatch", and so on.
 func ReasonName(r ringcastv1.Reason) string {
@@ -34,7 +29,7 @@ func ReasonName(r ringcastv1.Reason) string {
 
 // Gap is the data of a gap event.
 type Gap struct {
-	// Reason is ReasonMalformedID or a ReasonName.
+	// Reason is a ReasonName.
 	Reason string `json:"reason"`
 	// RequestedID is the Last-Event-ID (or lastEventId) as received,
 	// cut to 128 bytes.

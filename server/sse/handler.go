@@ -4,7 +4,7 @@
 //
 // Every subscribe asks the hub for ON_UNSERVABLE_SNAPSHOT_INLINE, so a
 // Last-Event-ID that cannot be resumed (too old, ahead, another epoch,
-// malformed) becomes a named gap event, then the snapshot, caught-up and the
+// malformed) becomes a gap event naming the reason, then the snapshot, caught-up and the
 // live tail — always on an HTTP 200 response, because EventSource gives up
 // for good on any other status and would otherwise loop on a refusal.
 package sse
@@ -95,14 +95,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sk.lastID = sk.lastID[:maxEchoedID]
 		}
 		epoch, seq, perr := ParseLastEventID(lastID)
-		if perr != nil {
-			// Position 1 of epoch 0 is unservable on every hub (epochs
-			// are non-zero): the hub answers with an EPOCH_MISMATCH gap
-			// (and counts it so), which the sink renames malformed_id.
-			sk.malformed = true
-			epoch, seq = 0, 1
-		}
-		req.Epoch, req.SinceSeq = epoch, seq
+		req.Epoch, req.SinceSeq, req.MalformedCursor = epoch, seq, perr != nil
 	}
 
 	hd := w.Header()

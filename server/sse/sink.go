@@ -16,10 +16,8 @@ type sink struct {
 	w  *bufio.Writer
 	rc *http.ResponseController
 
-	// lastID is the Last-Event-ID as received (cut), for gap events;
-	// malformed says it did not parse, so the hub's gap is renamed.
-	lastID    string
-	malformed bool
+	// lastID is the Last-Event-ID as received (cut), for gap events.
+	lastID string
 }
 
 var (
@@ -79,9 +77,6 @@ func (s *sink) gap(epoch uint64, g *ringcastv1.Gap) Gap {
 		HeadSeq:      g.GetHeadSeq(),
 		OldestID:     FormatID(epoch, g.GetOldestSeq()),
 		HeadID:       FormatID(epoch, g.GetHeadSeq()),
-	}
-	if s.malformed {
-		out.Reason, out.RequestedSeq = ReasonMalformedID, 0
 	}
 	return out
 }

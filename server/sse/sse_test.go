@@ -170,11 +170,11 @@ func TestUnresumableIDs(t *testing.T) {
 			seq := publish(t, srv.Hub(), "a/1")
 			return id(srv.Hub(), seq+5)
 		}},
-		{"malformed", sse.ReasonMalformedID, func(t *testing.T, srv *ringtest.Server) string {
+		{"malformed", "malformed_cursor", func(t *testing.T, srv *ringtest.Server) string {
 			publish(t, srv.Hub(), "a/1")
 			return "not-an-id"
 		}},
-		{"malformed upper-case epoch", sse.ReasonMalformedID, func(t *testing.T, srv *ringtest.Server) string {
+		{"malformed upper-case epoch", "malformed_cursor", func(t *testing.T, srv *ringtest.Server) string {
 			publish(t, srv.Hub(), "a/1")
 			return strings.ToUpper(id(srv.Hub(), 1))
 		}},
@@ -188,6 +188,9 @@ func TestUnresumableIDs(t *testing.T) {
 
 			s := open(t, srv.URL, "", lastID)
 			g := decode[sse.Gap](t, s.expect(sse.EventGap).Data)
+			if tc.reason == "malformed_cursor" && g.RequestedSeq != 0 {
+				t.Errorf("gap for a malformed id = %+v, want requested_seq 0", g)
+			}
 			if g.Reason != tc.reason || g.RequestedID != lastID || g.OldestID != id(h, oldest) || g.OldestSeq != oldest || g.HeadID != id(h, head) {
 				t.Errorf("gap = %+v; want reason %s, requested %s, oldest %s, head %s", g, tc.reason, lastID, id(h, oldest), id(h, head))
 			}

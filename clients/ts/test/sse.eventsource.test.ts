@@ -237,3 +237,23 @@ test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then liv
     await b?.stop();
   }
 });
+
+test("a Last-Event-ID that does not parse gives a malformed_cursor gap, the snapshot, caught-up, then live", async () => {
+  const srv = await startServer(["--addr", "127.0.0.1:0"]);
+  const es = new EventSource(`${srv.url}/events?lastEventId=not-an-id`);
+  try {
+    const rec = new Recorder(es);
+    await rec.until("caught-up", () => rec.count("caught-up") >= 1);
+    assert.equal(rec.seen[0]?.type, "gap");
+    const gap = JSON.parse(rec.seen[0]!.data) as { reason: string; requested_id: string; requested_seq: number };
+    assert.equal(gap.reason, "malformed_cursor");
+    assert.equal(gap.requested_id, "not-an-id");
+    assert.equal(gap.requested_seq, 0);
+    assert.equal(rec.seen[1]?.type, "status", "the snapshot follows the gap");
+    const live = await publish(srv.url, "malformed/t", 1);
+    await rec.until("the live commit", () => rec.positioned().includes(live));
+  } finally {
+    es.close();
+    await srv.stop();
+  }
+});

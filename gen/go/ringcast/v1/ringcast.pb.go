@@ -159,6 +159,10 @@ const (
 	Reason_REASON_SUBSCRIBER_LAGGING Reason = 4
 	// since_fact names a commit that is gone or has fewer facts.
 	Reason_REASON_FACT_OUT_OF_RANGE Reason = 5
+	// The cursor does not parse: an SSE Last-Event-ID that is not an id the
+	// server sends. Only the SSE face produces it (the RPC request carries
+	// the cursor as typed fields).
+	Reason_REASON_MALFORMED_CURSOR Reason = 6
 )
 
 // Enum value maps for Reason.
@@ -170,6 +174,7 @@ var (
 		3: "REASON_EPOCH_MISMATCH",
 		4: "REASON_SUBSCRIBER_LAGGING",
 		5: "REASON_FACT_OUT_OF_RANGE",
+		6: "REASON_MALFORMED_CURSOR",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":        0,
@@ -178,6 +183,7 @@ var (
 		"REASON_EPOCH_MISMATCH":     3,
 		"REASON_SUBSCRIBER_LAGGING": 4,
 		"REASON_FACT_OUT_OF_RANGE":  5,
+		"REASON_MALFORMED_CURSOR":   6,
 	}
 )
 
@@ -1670,14 +1676,15 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\fOnUnservable\x12\x1d\n" +
 	"\x19ON_UNSERVABLE_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dON_UNSERVABLE_RESYNC_TERMINAL\x10\x01\x12!\n" +
-	"\x1dON_UNSERVABLE_SNAPSHOT_INLINE\x10\x02*\xac\x01\n" +
+	"\x1dON_UNSERVABLE_SNAPSHOT_INLINE\x10\x02*\xc9\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_CURSOR_TOO_OLD\x10\x01\x12\x17\n" +
 	"\x13REASON_CURSOR_AHEAD\x10\x02\x12\x19\n" +
 	"\x15REASON_EPOCH_MISMATCH\x10\x03\x12\x1d\n" +
 	"\x19REASON_SUBSCRIBER_LAGGING\x10\x04\x12\x1c\n" +
-	"\x18REASON_FACT_OUT_OF_RANGE\x10\x05*`\n" +
+	"\x18REASON_FACT_OUT_OF_RANGE\x10\x05\x12\x1b\n" +
+	"\x17REASON_MALFORMED_CURSOR\x10\x06*`\n" +
 	"\vServerState\x12\x1c\n" +
 	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SERVER_STATE_SERVING\x10\x01\x12\x19\n" +
