@@ -107,11 +107,11 @@ type outcomes struct {
 	got []hub.Outcome
 }
 
-func (*outcomes) StreamStarted(string)            {}
-func (*outcomes) StreamEnded(string)              {}
-func (*outcomes) Lagged(string)                   {}
-func (*outcomes) Published(int, time.Duration)    {}
-func (*outcomes) Delivered(string, time.Duration) {}
+func (*outcomes) StreamStarted(string)                  {}
+func (*outcomes) StreamEnded(string)                    {}
+func (*outcomes) Lagged(string)                         {}
+func (*outcomes) Published(int, time.Duration)          {}
+func (*outcomes) Delivered(string, bool, time.Duration) {}
 
 func (o *outcomes) Subscribed(_ string, out hub.Outcome) {
 	o.mu.Lock()
