@@ -1,6 +1,6 @@
 // Package sse is ringcast's Server-Sent Events face: GET /events serves the
 // same ring through hub.Subscribe as the Connect handler, framed for
-// EventSource (contract §5; docs/sse.md).
+// EventSource (docs/sse.md; the stream contract is docs/protocol.md).
 //
 // Every subscribe asks the hub for ON_UNSERVABLE_SNAPSHOT_INLINE, so a
 // Last-Event-ID that cannot be resumed (too old, ahead, another epoch,
@@ -28,9 +28,6 @@ import (
 
 // Face is the metrics label of streams served here.
 const Face = "sse"
-
-// maxEchoedID bounds how much of a received Last-Event-ID a gap echoes.
-const maxEchoedID = 128
 
 // Handler serves GET /events. Create it with New.
 type Handler struct {
@@ -90,10 +87,6 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lastID = r.URL.Query().Get("lastEventId")
 	}
 	if lastID != "" {
-		sk.lastID = lastID
-		if len(sk.lastID) > maxEchoedID {
-			sk.lastID = sk.lastID[:maxEchoedID]
-		}
 		epoch, seq, perr := ParseLastEventID(lastID)
 		req.Epoch, req.SinceSeq, req.MalformedCursor = epoch, seq, perr != nil
 	}

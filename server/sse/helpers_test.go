@@ -3,7 +3,6 @@ package sse_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -193,27 +193,15 @@ func (s *stream) expectEnd() []string {
 	}
 }
 
-// commitData is the data of a commit event.
-type commitData struct {
-	Seq       uint64 `json:"seq"`
-	EventTime string `json:"event_time"`
-	FactCount uint32 `json:"fact_count"`
-	Facts     []struct {
-		Index uint32         `json:"index"`
-		Topic string         `json:"topic"`
-		Type  string         `json:"type"`
-		Key   string         `json:"key"`
-		Data  map[string]any `json:"data"`
-	} `json:"facts"`
-}
-
-func decode[T any](t *testing.T, data string) T {
+// decode parses an event's data as the Connect JSON client would: strict
+// protobuf JSON of a SubscribeEventsResponse (unknown fields are errors).
+func decode(t *testing.T, data string) *ringcastv1.SubscribeEventsResponse {
 	t.Helper()
-	var v T
-	if err := json.Unmarshal([]byte(data), &v); err != nil {
+	var m ringcastv1.SubscribeEventsResponse
+	if err := protojson.Unmarshal([]byte(data), &m); err != nil {
 		t.Fatalf("data %q: %v", data, err)
 	}
-	return v
+	return &m
 }
 
 // publish appends one commit with one fact per topic and returns its seq.

@@ -15,9 +15,6 @@ import (
 type sink struct {
 	w  *bufio.Writer
 	rc *http.ResponseController
-
-	// lastID is the Last-Event-ID as received (cut), for gap events.
-	lastID string
 }
 
 var (
@@ -40,45 +37,26 @@ func (s *sink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 	var b []byte
 	var err error
 	switch ev := r.GetEvent().(type) {
-	case *ringcastv1.SubscribeEventsResponse_Commit, *ringcastv1.SubscribeEventsResponse_ServerStatus, *ringcastv1.SubscribeEventsResponse_Progress:
-		// Per-stream responses: filtered or snapshot commits, Progress.
-		b, err = frame(r)
-	case *ringcastv1.SubscribeEventsResponse_CaughtUp:
-		head := ev.CaughtUp.GetHeadSeq()
-		b, err = controlFrame(EventCaughtUp, CaughtUp{HeadSeq: head, HeadID: FormatID(r.GetInstanceEpoch(), head)})
 	case *ringcastv1.SubscribeEventsResponse_Heartbeat:
 		hb := ev.Heartbeat
 		b = []byte(": heartbeat head=" + strconv.FormatUint(hb.GetHeadSeq(), 10) +
 			" oldest=" + strconv.FormatUint(hb.GetOldestSeq(), 10) + "\n\n")
-	case *ringcastv1.SubscribeEventsResponse_Gap:
-		b, err = controlFrame(EventGap, s.gap(r.GetInstanceEpoch(), ev.Gap))
 	case *ringcastv1.SubscribeEventsResponse_ResyncRequired:
 		// Only a lapped live stream gets here (every SSE subscribe asks
 		// for SNAPSHOT_INLINE). The hub ends the stream right after; the
 		// response ends, and EventSource reconnects with its last id,
 		// which is then too old and served as a gap.
-		b = []byte(": resync " + ReasonName(ev.ResyncRequired.GetReason()) + "; reconnect with Last-Event-ID\n\n")
+		b = []byte(": resync " + reasonName(ev.ResyncRequired.GetReason()) + "; reconnect with Last-Event-ID\n\n")
 	default:
-		return nil
+		// Per-stream responses: filtered or snapshot commits, Progress,
+		// CaughtUp, Gap.
+		b, err = frame(r)
 	}
 	if err != nil {
 		return err
 	}
 	_, err = s.w.Write(b)
 	return err
-}
-
-func (s *sink) gap(epoch uint64, g *ringcastv1.Gap) Gap {
-	out := Gap{
-		Reason:       ReasonName(g.GetReason()),
-		RequestedID:  s.lastID,
-		RequestedSeq: g.GetRequestedSeq(),
-		OldestSeq:    g.GetOldestSeq(),
-		HeadSeq:      g.GetHeadSeq(),
-		OldestID:     FormatID(epoch, g.GetOldestSeq()),
-		HeadID:       FormatID(epoch, g.GetHeadSeq()),
-	}
-	return out
 }
 
 // Flush writes what is buffered and pushes it to the client.

@@ -1,6 +1,7 @@
 package sse_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -9,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	ringcast "github.com/ringcast/ringcast/clients/go"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/ringtest"
 	"github.com/ringcast/ringcast/server/sse"
 )
@@ -41,32 +46,33 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 	if st.ID != id(h, 1) {
 		t.Errorf("status id = %q, want %q", st.ID, id(h, 1))
 	}
-	status := decode[map[string]any](t, st.Data)
-	if status["seq"] != float64(1) || status["instance_epoch"] == nil || status["state"] != "SERVER_STATE_SERVING" {
+	status := decode(t, st.Data)
+	if status.GetSeq() != 1 || status.GetInstanceEpoch() != h.Epoch() || status.GetServerStatus().GetState() != ringcastv1.ServerState_SERVER_STATE_SERVING {
 		t.Errorf("status data = %s", st.Data)
 	}
 	c2 := s.expect(sse.EventCommit)
 	if c2.ID != id(h, 2) {
 		t.Errorf("commit id = %q, want %q", c2.ID, id(h, 2))
 	}
-	d2 := decode[commitData](t, c2.Data)
-	if d2.Seq != 2 || d2.FactCount != 2 || len(d2.Facts) != 2 || d2.Facts[1].Topic != "b/1" || d2.Facts[1].Index != 1 || d2.Facts[0].Data["n"] != float64(0) {
+	d2 := decode(t, c2.Data)
+	facts := d2.GetCommit().GetFacts()
+	if d2.GetSeq() != 2 || d2.GetCommit().GetFactCount() != 2 || len(facts) != 2 || facts[1].GetTopic() != "b/1" || facts[1].GetIndex() != 1 || facts[0].GetData().AsMap()["n"] != float64(0) {
 		t.Errorf("commit 2 data = %s", c2.Data)
 	}
-	if _, err := time.Parse(time.RFC3339Nano, d2.EventTime); err != nil {
-		t.Errorf("event_time %q: %v", d2.EventTime, err)
+	if d2.GetEventTime() == nil {
+		t.Errorf("commit 2 without eventTime: %s", c2.Data)
 	}
 	if c3 := s.expect(sse.EventCommit); c3.ID != id(h, 3) {
 		t.Errorf("commit id = %q, want %q", c3.ID, id(h, 3))
 	}
-	cu := decode[sse.CaughtUp](t, s.expect(sse.EventCaughtUp).Data)
-	if cu.HeadSeq != 3 || cu.HeadID != id(h, 3) {
+	cu := s.expect(sse.EventCaughtUp)
+	if m := decode(t, cu.Data); cu.ID != "" || m.GetSeq() != 0 || m.GetCaughtUp().GetHeadSeq() != 3 || m.GetInstanceEpoch() != h.Epoch() {
 		t.Errorf("caught-up = %+v", cu)
 	}
 
 	seq := publish(t, h, "c/1")
 	live := s.expect(sse.EventCommit)
-	if live.ID != id(h, seq) || decode[commitData](t, live.Data).Facts[0].Topic != "c/1" {
+	if live.ID != id(h, seq) || decode(t, live.Data).GetCommit().GetFacts()[0].GetTopic() != "c/1" {
 		t.Errorf("live event %+v", live)
 	}
 }
@@ -88,7 +94,7 @@ func TestLatestPerKeySnapshot(t *testing.T) {
 	if strings.Join(ids, ",") != strings.Join(want, ",") {
 		t.Fatalf("latest_per_key snapshot = %v, want %v", ids, want)
 	}
-	if d := decode[commitData](t, got[1].Data); len(d.Facts) != 1 || d.Facts[0].Topic != "k/2" || d.FactCount != 2 {
+	if d := decode(t, got[1].Data).GetCommit(); len(d.GetFacts()) != 1 || d.GetFacts()[0].GetTopic() != "k/2" || d.GetFactCount() != 2 {
 		t.Errorf("commit 2 should hold only the still-current k/2: %s", got[1].Data)
 	}
 }
@@ -148,33 +154,33 @@ func TestUnresumableIDs(t *testing.T) {
 	cfg.Window = 8
 	cases := []struct {
 		name   string
-		reason string
+		reason ringcastv1.Reason
 		// setup returns the Last-Event-ID to send after the server is
 		// prepared.
 		setup func(t *testing.T, srv *ringtest.Server) string
 	}{
-		{"too old", "cursor_too_old", func(t *testing.T, srv *ringtest.Server) string {
+		{"too old", ringcastv1.Reason_REASON_CURSOR_TOO_OLD, func(t *testing.T, srv *ringtest.Server) string {
 			stale := id(srv.Hub(), publish(t, srv.Hub(), "a/1"))
 			for i := 0; i < 20; i++ {
 				publish(t, srv.Hub(), "a/1")
 			}
 			return stale
 		}},
-		{"other epoch", "epoch_mismatch", func(t *testing.T, srv *ringtest.Server) string {
+		{"other epoch", ringcastv1.Reason_REASON_EPOCH_MISMATCH, func(t *testing.T, srv *ringtest.Server) string {
 			stale := id(srv.Hub(), publish(t, srv.Hub(), "a/1"))
 			srv.Restart()
 			publish(t, srv.Hub(), "a/1")
 			return stale
 		}},
-		{"ahead", "cursor_ahead", func(t *testing.T, srv *ringtest.Server) string {
+		{"ahead", ringcastv1.Reason_REASON_CURSOR_AHEAD, func(t *testing.T, srv *ringtest.Server) string {
 			seq := publish(t, srv.Hub(), "a/1")
 			return id(srv.Hub(), seq+5)
 		}},
-		{"malformed", "malformed_cursor", func(t *testing.T, srv *ringtest.Server) string {
+		{"malformed", ringcastv1.Reason_REASON_MALFORMED_CURSOR, func(t *testing.T, srv *ringtest.Server) string {
 			publish(t, srv.Hub(), "a/1")
 			return "not-an-id"
 		}},
-		{"malformed upper-case epoch", "malformed_cursor", func(t *testing.T, srv *ringtest.Server) string {
+		{"malformed upper-case epoch", ringcastv1.Reason_REASON_MALFORMED_CURSOR, func(t *testing.T, srv *ringtest.Server) string {
 			publish(t, srv.Hub(), "a/1")
 			return strings.ToUpper(id(srv.Hub(), 1))
 		}},
@@ -187,12 +193,14 @@ func TestUnresumableIDs(t *testing.T) {
 			oldest, head := h.Bounds()
 
 			s := open(t, srv.URL, "", lastID)
-			g := decode[sse.Gap](t, s.expect(sse.EventGap).Data)
-			if tc.reason == "malformed_cursor" && g.RequestedSeq != 0 {
-				t.Errorf("gap for a malformed id = %+v, want requested_seq 0", g)
+			ge := s.expect(sse.EventGap)
+			m := decode(t, ge.Data)
+			g := m.GetGap()
+			if tc.reason == ringcastv1.Reason_REASON_MALFORMED_CURSOR && g.GetRequestedSeq() != 0 {
+				t.Errorf("gap for a malformed id = %v, want requested_seq 0", g)
 			}
-			if g.Reason != tc.reason || g.RequestedID != lastID || g.OldestID != id(h, oldest) || g.OldestSeq != oldest || g.HeadID != id(h, head) {
-				t.Errorf("gap = %+v; want reason %s, requested %s, oldest %s, head %s", g, tc.reason, lastID, id(h, oldest), id(h, head))
+			if ge.ID != "" || g.GetReason() != tc.reason || m.GetInstanceEpoch() != h.Epoch() || g.GetOldestSeq() != oldest || g.GetHeadSeq() != head {
+				t.Errorf("gap = %s; want reason %s, oldest %d, head %d of epoch %s", ge.Data, tc.reason, oldest, head, id(h, 0))
 			}
 			snap := s.untilCaughtUp()
 			if len(snap) == 0 || snap[0].ID != id(h, oldest) || snap[len(snap)-1].ID != id(h, head) {
@@ -221,7 +229,7 @@ func TestProgressForFilteredStream(t *testing.T) {
 	if n := len(snap); n != 3 || snap[2].Name != sse.EventProgress || snap[2].ID != id(h, 3) {
 		t.Fatalf("snapshot = %+v; want status, commit, progress %s", snap, id(h, 3))
 	}
-	if p := decode[map[string]any](t, snap[2].Data); p["seq"] != float64(3) || p["event_time"] == nil {
+	if p := decode(t, snap[2].Data); p.GetSeq() != 3 || p.GetEventTime() == nil || p.GetProgress() == nil {
 		t.Errorf("progress data = %s", snap[2].Data)
 	}
 
@@ -314,4 +322,64 @@ func TestBadQuery(t *testing.T) {
 		t.Errorf("POST: status %d, want 405", resp.StatusCode)
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestDataIsConnectJSON: every event's data is the stream message a Connect
+// JSON client receives for the same subscribe — the same message, spelled
+// the same (lowerCamel names; the epoch as a decimal string whose 16-digit
+// hex form is the id's prefix).
+func TestDataIsConnectJSON(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	h := srv.Hub()
+	publish(t, h, "a/1", "b/1")
+	publish(t, h, "b/2")
+	publish(t, h, "a/2")
+
+	s := open(t, srv.URL, "?topic=a", "")
+	var got []event
+	for len(got) == 0 || got[len(got)-1].Name != sse.EventCaughtUp {
+		ev := s.next()
+		if ev.end {
+			t.Fatalf("stream ended (%v) before caught-up", ev.err)
+		}
+		if ev.Name != "" {
+			got = append(got, ev)
+		}
+	}
+
+	c := ringcastv1connect.NewEventServiceClient(srv.HTTPClient(ringcast.ProtocolConnect), srv.URL, connect.WithProtoJSON())
+	stream, err := c.SubscribeEvents(context.Background(), connect.NewRequest(&ringcastv1.SubscribeEventsRequest{Topics: []string{"a"}, EndAtHead: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*ringcastv1.SubscribeEventsResponse
+	for stream.Receive() {
+		want = append(want, stream.Msg())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	stream.Close()
+
+	if len(got) != len(want) {
+		t.Fatalf("SSE sent %d events, Connect JSON %d messages", len(got), len(want))
+	}
+	for i, ev := range got {
+		if strings.Contains(ev.Data, "_") && !strings.Contains(ev.Data, "SERVER_STATE_") && !strings.Contains(ev.Data, "REASON_") {
+			t.Errorf("event %d data has a snake_case name: %s", i, ev.Data)
+		}
+		if !strings.Contains(ev.Data, `"instanceEpoch":"`+strconv.FormatUint(h.Epoch(), 10)+`"`) {
+			t.Errorf("event %d data lacks the decimal instanceEpoch: %s", i, ev.Data)
+		}
+		m := decode(t, ev.Data)
+		if m.GetSeq() > 0 && ev.ID != id(h, m.GetSeq()) {
+			t.Errorf("event %d id %q for seq %d, want %q", i, ev.ID, m.GetSeq(), id(h, m.GetSeq()))
+		}
+		if m.GetCaughtUp() != nil { // stamped with its send time
+			m.EventTime, want[i].EventTime = nil, nil
+		}
+		if !proto.Equal(m, want[i]) {
+			t.Errorf("event %d: SSE %v, Connect JSON %v", i, m, want[i])
+		}
+	}
 }

@@ -2,7 +2,9 @@
 // implementation (the `eventsource` package) and the real server binary:
 // snapshot, caught-up and live; resumption by EventSource's own
 // Last-Event-ID after the server ends a stream (lease) with no gap and no
-// duplicate; and a named gap after a restart (new epoch).
+// duplicate; a named gap after a restart (new epoch) and for a
+// Last-Event-ID that does not parse; every data line parsed by the generated
+// schema, as Connect JSON.
 //
 // Run: node --import tsx --test clients/ts/test/sse.eventsource.test.ts
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -13,6 +15,9 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { EventSource } from "eventsource";
+import { fromJsonString } from "@bufbuild/protobuf";
+import { Reason, SubscribeEventsResponseSchema } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+import { formatEpoch } from "../src/cursor.js";
 
 const repoRoot = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const waitMs = 15_000;
@@ -209,27 +214,29 @@ test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then liv
     const staleId = before.at(-1)!.id; // the draining status of the old instance
     assert.equal(before.at(-1)!.type, "status");
     assert.match(before.at(-1)!.data, /SERVER_STATE_DRAINING/);
-    const gap = JSON.parse(rec.seen[gapAt]!.data) as {
-      reason: string;
-      requested_id: string;
-      oldest_id: string;
-      oldest_seq: number;
-    };
-    assert.equal(gap.reason, "epoch_mismatch");
-    assert.equal(gap.requested_id, staleId);
-    assert.match(gap.oldest_id, idPattern);
-    assert.notEqual(gap.oldest_id.slice(0, 16), staleId.slice(0, 16), "the oldest id names the new epoch");
+    // The data is the Connect JSON message: the generated schema parses it
+    // (strictly: an unknown field would throw).
+    const msg = fromJsonString(SubscribeEventsResponseSchema, rec.seen[gapAt]!.data);
+    assert.equal(msg.event.case, "gap");
+    const gap = msg.event.value;
+    assert.equal(gap.reason, Reason.EPOCH_MISMATCH);
+    assert.equal(gap.requestedSeq, seqOf(staleId));
+    // An id is the epoch's 16 hex digits, "-", the seq: the JSON's decimal
+    // instanceEpoch names the same epoch.
+    const oldestId = `${formatEpoch(msg.instanceEpoch)}-${gap.oldestSeq}`;
+    assert.match(oldestId, idPattern);
+    assert.notEqual(oldestId.slice(0, 16), staleId.slice(0, 16), "the oldest id names the new epoch");
 
     await rec.until("caught-up after the gap", () => rec.seen.slice(gapAt).some((s) => s.type === "caught-up"));
     const afterGap = rec.seen.slice(gapAt + 1);
     const snapshotFirst = afterGap[0];
     assert.ok(snapshotFirst);
-    assert.equal(snapshotFirst.id, gap.oldest_id, "the snapshot starts at the oldest id the gap names");
+    assert.equal(snapshotFirst.id, oldestId, "the snapshot starts at the oldest id the gap names");
     assert.equal(snapshotFirst.type, "status");
 
     const live = await publish(b.url, "restart/t", 2);
     await rec.until("the live commit", () =>
-      rec.seen.slice(gapAt).some((s) => s.type === "commit" && s.id.startsWith(gap.oldest_id.slice(0, 16)) && seqOf(s.id) === live),
+      rec.seen.slice(gapAt).some((s) => s.type === "commit" && s.id.startsWith(oldestId.slice(0, 16)) && seqOf(s.id) === live),
     );
   } finally {
     es.close();
@@ -245,13 +252,21 @@ test("a Last-Event-ID that does not parse gives a malformed_cursor gap, the snap
     const rec = new Recorder(es);
     await rec.until("caught-up", () => rec.count("caught-up") >= 1);
     assert.equal(rec.seen[0]?.type, "gap");
-    const gap = JSON.parse(rec.seen[0]!.data) as { reason: string; requested_id: string; requested_seq: number };
-    assert.equal(gap.reason, "malformed_cursor");
-    assert.equal(gap.requested_id, "not-an-id");
-    assert.equal(gap.requested_seq, 0);
+    const raw = JSON.parse(rec.seen[0]!.data) as { gap: { reason: string; requestedSeq?: string } };
+    assert.equal(raw.gap.reason, "REASON_MALFORMED_CURSOR");
+    assert.equal(raw.gap.requestedSeq, undefined, "requestedSeq is 0, so absent");
     assert.equal(rec.seen[1]?.type, "status", "the snapshot follows the gap");
     const live = await publish(srv.url, "malformed/t", 1);
     await rec.until("the live commit", () => rec.positioned().includes(live));
+    // Every event's data is the Connect JSON message; a positioned one's id
+    // is its decimal instanceEpoch in 16 hex digits, "-", its seq.
+    for (const ev of rec.seen) {
+      const msg = fromJsonString(SubscribeEventsResponseSchema, ev.data);
+      if (msg.seq > 0n) assert.equal(ev.id, `${formatEpoch(msg.instanceEpoch)}-${msg.seq}`);
+    }
+    const commit = fromJsonString(SubscribeEventsResponseSchema, rec.seen.find((e) => e.type === "commit")!.data);
+    assert.equal(commit.event.case, "commit");
+    assert.equal(commit.event.value.facts[0]?.topic, "malformed/t");
   } finally {
     es.close();
     await srv.stop();
