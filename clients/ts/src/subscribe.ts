@@ -107,6 +107,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The reason the internal signal carries when return() ends a waiting next(). */
 const STOPPED: unique symbol = Symbol("ringcast.stopped");
+/** The reason that ends a reconnect delay early on reconnectNow(). */
+const WOKEN: unique symbol = Symbol("ringcast.woken");
 
 /**
  * subscribe opens a resumable subscription over any Connect transport
@@ -153,6 +155,8 @@ export class Subscription implements AsyncIterable<StreamItem> {
   readonly #idleFixed: boolean;
   /** The application has been told "caught_up" and nothing replayed since. */
   #live = false;
+  /** Ends the reconnect delay being waited out, if any (see reconnectNow). */
+  #wake: (() => void) | undefined;
 
   constructor(transport: Transport, options: SubscribeOptions = {}) {
     this.#client = createClient(EventService, transport);
@@ -171,6 +175,18 @@ export class Subscription implements AsyncIterable<StreamItem> {
   /** The position of what the application has consumed, current at any moment. */
   get cursor(): Cursor {
     return this.#cursor;
+  }
+
+  /**
+   * reconnectNow cuts short the delay before the next reconnect (for a
+   * "Reconnect now" button): the next attempt starts at once. It returns
+   * false, and does nothing, when no reconnect delay is being waited out.
+   */
+  reconnectNow(): boolean {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+    return wake !== undefined;
   }
 
   /** The cursor's string form (see formatCursor). */
@@ -269,7 +285,21 @@ export class Subscription implements AsyncIterable<StreamItem> {
       const delayMs = backoffDelay(backoff, attempt);
       o.onConnection?.({ state: "reconnecting", attempt, delayMs, error, resync: st.resync });
       attempt++;
-      await sleep(delayMs, signal);
+      // The delay ends early on the caller's signal or on reconnectNow().
+      signal.throwIfAborted();
+      const wake = new AbortController();
+      const onStop = () => wake.abort(signal.reason);
+      signal.addEventListener("abort", onStop, { once: true });
+      this.#wake = () => wake.abort(WOKEN);
+      try {
+        await sleep(delayMs, wake.signal);
+      } catch (e) {
+        signal.throwIfAborted();
+        if (e !== WOKEN) throw e;
+      } finally {
+        signal.removeEventListener("abort", onStop);
+        this.#wake = undefined;
+      }
     }
   }
 
