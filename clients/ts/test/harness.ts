@@ -65,6 +65,8 @@ export interface Server {
   stop(): Promise<void>;
   /** stop, then start again on the same port (a new epoch), with these flags (default: the same). */
   restart(flags?: string[]): Promise<Server>;
+  /** SIGKILL (no DRAINING, no goodbye: connections just break) and wait for the exit. */
+  kill(): Promise<void>;
 }
 
 /** startServer runs `ringcast serve --addr 127.0.0.1:<port>` with extra flags. */
@@ -96,6 +98,10 @@ export async function startServer(flags: string[] = [], port = 0): Promise<Serve
     async restart(next?: string[]) {
       await stop();
       return startServer(next ?? flags, boundPort);
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
     },
   };
 }

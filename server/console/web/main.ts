@@ -11,214 +11,48 @@ import {
   type ResyncedSignal,
   type StreamItem,
 } from "../../../clients/ts/src/index.js";
+import { noteEntry, renderAcks, setupAlerts } from "./alerts.js";
+import { $, num, plural, stateOf, str } from "./dom.js";
+import {
+  addHistory,
+  gauges,
+  moveGauge,
+  newGauge,
+  queueRender,
+  removeGauge,
+  renderSummary,
+  setNote,
+  setOutage,
+  settle,
+  tickAll,
+  tickGauge,
+} from "./gauges.js";
+import { beginOutage, connectionLost, endOutage, logEvent, renderOutage, retryAt, setStatus, shownStatus, stopped } from "./status.js";
+import { addPoints, type Point } from "./trend.js";
 
-type GaugeState = "normal" | "warning" | "severe";
-type StatusWord = "connecting" | "replaying" | "live" | "resynced" | "stopped";
+const transport = createGrpcWebTransport({ baseUrl: window.location.origin });
 
-interface Gauge {
-  key: string;
-  name: string;
-  catchment: string;
-  level: number;
-  trend: string;
-  state: GaugeState;
-  warning: number;
-  severe: number;
-  /** Shown from before the last resync and not refreshed by its snapshot yet. */
-  stale: boolean;
-  el: HTMLElement;
-}
+/** Caught up on the current stream: a reading now is a live one. */
+let live = false;
+/** Between a "resynced" item and the "caught_up" that ends its snapshot. */
+let resync: { text: string } | undefined;
+/** A stream that ended cleanly and is not live again within this long counts as an outage. */
+const CLEAN_END_GRACE_MS = 3000;
+let graceTimer: ReturnType<typeof setTimeout> | undefined;
 
-const RESYNC_HOLD_MS = 2500;
-const LOG_MAX = 60;
-
-const $ = <T extends HTMLElement = HTMLElement>(id: string): T => {
-  const el = document.getElementById(id);
-  if (!el) throw new Error(`console: missing #${id}`);
-  return el as T;
-};
-
-const gauges = new Map<string, Gauge>();
-const catchments = new Map<string, HTMLElement>();
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-const timeFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
-const fmtTime = (d: Date = new Date()) => timeFmt.format(d);
-const fmtLevel = (m: number) => m.toFixed(3);
-const titleCase = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
-
-// ---- status -------------------------------------------------------------
-
-let shown: StatusWord = "connecting";
-let holdUntil = 0;
-let pending: { word: StatusWord; detail: string } | undefined;
-let holdTimer: ReturnType<typeof setTimeout> | undefined;
-
-/** setStatus shows a status word; "resynced" stays up for a moment so operators see it. */
-function setStatus(word: StatusWord, detail: string): void {
-  const now = Date.now();
-  if (word !== "resynced" && now < holdUntil) {
-    pending = { word, detail };
-    clearTimeout(holdTimer);
-    holdTimer = setTimeout(() => {
-      const p = pending;
-      pending = undefined;
-      if (p) setStatus(p.word, p.detail);
-    }, holdUntil - now);
-    return;
-  }
-  if (word === "resynced") {
-    holdUntil = now + RESYNC_HOLD_MS;
-    pending = undefined;
-  }
-  shown = word;
-  const box = document.querySelector<HTMLElement>(".status")!;
-  box.dataset["state"] = word;
-  $("status-detail").textContent = detail;
-  document.querySelector<HTMLElement>("[data-testid=stream-status]")!.textContent = word;
-  document.title = `${word === "live" ? "●" : "○"} ringcast · river levels`;
-}
-
-// ---- gauges -------------------------------------------------------------
-
-function catchmentSection(name: string): HTMLElement {
-  let sec = catchments.get(name);
-  if (sec) return sec;
-  sec = el("section", "catchment");
-  sec.dataset["catchment"] = name;
-  const head = el("header", "catchment-head");
-  head.append(el("h2", undefined, titleCase(name)), el("span", "catchment-summary"));
-  sec.append(head, el("div", "gauges"));
-  catchments.set(name, sec);
-  const board = $("board");
-  const after = [...catchments.keys()].sort().find((n) => n > name);
-  board.insertBefore(sec, after ? catchments.get(after)! : null);
-  $("empty").hidden = true;
-  return sec;
-}
-
-function gaugeCard(key: string, catchment: string): HTMLElement {
-  const card = el("article", "gauge");
-  card.dataset["gaugeKey"] = key;
-  card.innerHTML = `
-    <div class="g-head"><span class="g-name"></span><span class="g-id"></span></div>
-    <div class="g-main">
-      <span class="g-level"><span class="g-value"></span><span class="g-unit">m</span></span>
-      <span class="g-trend"></span>
-    </div>
-    <div class="g-bar" aria-hidden="true"><div class="g-fill"></div><i class="g-mark warn"></i><i class="g-mark severe"></i></div>
-    <div class="g-foot"><span class="g-badge"></span><span class="g-thr"></span></div>`;
-  const list = catchmentSection(catchment).querySelector(".gauges")!;
-  const after = [...list.children].find((c) => ((c as HTMLElement).dataset["gaugeKey"] ?? "") > key);
-  list.insertBefore(card, after ?? null);
-  return card;
-}
-
-const STALE_BADGE = "no data since resync";
-
-/** markStale greys a card out (or back in) without touching its reading. */
-function markStale(g: Gauge, stale: boolean): void {
-  g.stale = stale;
-  if (stale) g.el.dataset["stale"] = "true";
-  else delete g.el.dataset["stale"];
-  g.el.querySelector(".g-badge")!.textContent = stale ? STALE_BADGE : titleCase(g.state);
-}
-
-/** removeGauge drops a gauge's card, and its catchment's section once empty. */
-function removeGauge(g: Gauge): void {
-  gauges.delete(g.key);
-  const sec = g.el.closest<HTMLElement>(".catchment");
-  g.el.remove();
-  if (sec && !sec.querySelector("[data-gauge-key]")) {
-    sec.remove();
-    catchments.delete(sec.dataset["catchment"] ?? "");
-  }
-  $("empty").hidden = gauges.size > 0;
-}
-
-const TREND: Record<string, string> = { rising: "▲ rising", falling: "▼ falling", steady: "▶ steady" };
-
-function renderGauge(g: Gauge): void {
-  const c = g.el;
-  c.dataset["state"] = g.state;
-  markStale(g, g.stale);
-  c.dataset["level"] = String(g.level);
-  c.querySelector(".g-name")!.textContent = g.name;
-  c.querySelector(".g-id")!.textContent = g.key;
-  c.querySelector(".g-value")!.textContent = fmtLevel(g.level);
-  const tr = c.querySelector<HTMLElement>(".g-trend")!;
-  tr.textContent = TREND[g.trend] ?? g.trend;
-  tr.dataset["trend"] = g.trend;
-  const scale = Math.max(g.severe * 1.25, g.level, 0.1);
-  const pct = (v: number) => `${Math.min(100, (v / scale) * 100).toFixed(2)}%`;
-  c.querySelector<HTMLElement>(".g-fill")!.style.width = pct(g.level);
-  c.querySelector<HTMLElement>(".g-mark.warn")!.style.left = pct(g.warning);
-  c.querySelector<HTMLElement>(".g-mark.severe")!.style.left = pct(g.severe);
-  c.querySelector(".g-badge")!.textContent = g.stale ? STALE_BADGE : titleCase(g.state);
-  c.querySelector(".g-thr")!.textContent = `warn ${g.warning.toFixed(2)} · severe ${g.severe.toFixed(2)}`;
-  c.title = `${g.name} (${g.key}): ${fmtLevel(g.level)} m, ${g.state}`;
-}
-
-let summaryQueued = false;
-function queueSummary(): void {
-  if (summaryQueued) return;
-  summaryQueued = true;
-  requestAnimationFrame(() => {
-    summaryQueued = false;
-    const n: Record<GaugeState, number> = { normal: 0, warning: 0, severe: 0 };
-    const per = new Map<string, Record<GaugeState, number>>();
-    for (const g of gauges.values()) {
-      if (g.stale) continue; // not a current reading
-      n[g.state]++;
-      const p = per.get(g.catchment) ?? { normal: 0, warning: 0, severe: 0 };
-      p[g.state]++;
-      per.set(g.catchment, p);
-    }
-    $("n-severe").textContent = String(n.severe);
-    $("n-warning").textContent = String(n.warning);
-    $("n-normal").textContent = String(n.normal);
-    for (const [name, sec] of catchments) {
-      const p = per.get(name);
-      const worst: GaugeState = p?.severe ? "severe" : p?.warning ? "warning" : "normal";
-      sec.dataset["state"] = worst;
-      const parts = [p?.severe ? `${p.severe} severe` : "", p?.warning ? `${p.warning} warning` : ""].filter(Boolean);
-      sec.querySelector(".catchment-summary")!.textContent = parts.length ? parts.join(" · ") : "all normal";
-    }
-  });
-}
-
-function num(v: unknown, d = 0): number {
-  return typeof v === "number" && Number.isFinite(v) ? v : d;
-}
-function str(v: unknown, d = ""): string {
-  return typeof v === "string" ? v : d;
-}
-function stateOf(v: unknown): GaugeState {
-  return v === "warning" || v === "severe" ? v : "normal";
-}
+const gaugeKeyOf = (f: FactItem) => str(f.data?.["gauge"]) || f.topic.split("/")[2] || f.key;
+const pointOf = (f: FactItem, v: number): Point => ({ t: f.eventTime?.getTime() ?? Date.now(), v, id: `${f.epoch}:${f.seq}` });
 
 function onLevel(f: FactItem): void {
   const d = f.data ?? {};
   const key = f.key || str(d["gauge"]);
   if (!key) return;
   let g = gauges.get(key);
+  const prev = g?.state;
   // A fact may carry only some fields: what it lacks keeps its last value.
   const catchment = str(d["catchment"], g?.catchment ?? f.topic.split("/")[1] ?? "other");
-  if (!g) {
-    g = { key, name: key, catchment, level: 0, trend: "steady", state: "normal", warning: 0, severe: 0, stale: false, el: gaugeCard(key, catchment) };
-    gauges.set(key, g);
-  } else if (g.catchment !== catchment) {
-    removeGauge(g);
-    g.catchment = catchment;
-    g.el = gaugeCard(key, catchment);
-    gauges.set(key, g);
-  }
+  if (!g) g = newGauge(key, catchment);
+  else if (g.catchment !== catchment) moveGauge(g, catchment);
   g.name = str(d["name"], g.name);
   g.level = num(d["level_m"], g.level);
   g.trend = str(d["trend"], g.trend);
@@ -226,36 +60,66 @@ function onLevel(f: FactItem): void {
   g.severe = num(d["severe_m"], g.severe);
   if (d["state"] !== undefined) g.state = stateOf(d["state"]);
   else if (d["level_m"] !== undefined && g.severe > 0) g.state = g.level >= g.severe ? "severe" : g.warning > 0 && g.level >= g.warning ? "warning" : "normal";
-  g.stale = false;
-  renderGauge(g);
-  queueSummary();
+  const at = f.eventTime ?? new Date();
+  g.readingAt = at.getTime();
+  if (typeof d["level_m"] === "number") addPoints(g.points, [pointOf(f, g.level)]);
+  g.resyncPending = false;
+  if (live) g.awaitingLive = false;
+  settle(g, prev, at, resync ? "from the snapshot after a resync" : undefined);
 }
 
-function onThreshold(f: FactItem): void {
-  const d = f.data ?? {};
-  const to = stateOf(d["to"]);
-  const from = stateOf(d["from"]);
-  const rising = rank(to) > rank(from);
-  log(to, `${str(d["name"], str(d["gauge"]))}: ${from} → ${to}`, `${fmtLevel(num(d["level_m"]))} m · ${rising ? "rising" : "easing"}`, f.eventTime);
-  const g = gauges.get(str(d["gauge"]));
-  if (g) {
-    g.el.classList.remove("flash");
-    void g.el.offsetWidth; // restart the animation
-    g.el.classList.add("flash");
+const notesSeen = new Set<string>();
+function onNote(f: FactItem): void {
+  const key = gaugeKeyOf(f);
+  const text = str(f.data?.["text"]) || JSON.stringify(f.data ?? {});
+  if (!key) return;
+  const id = `${f.epoch}:${f.seq}:${f.index}`;
+  if (notesSeen.has(id)) return;
+  notesSeen.add(id);
+  const at = f.eventTime ?? new Date();
+  setNote(key, text, at.getTime());
+  noteEntry(key, gauges.get(key)?.name ?? key, text, at);
+}
+
+// ---- history ------------------------------------------------------------
+
+let historyRunning = false;
+let historyAgain = false;
+
+/**
+ * readHistory is a bounded read of the events the server retains (up to its
+ * head), to draw each gauge's recent levels; run on load and after each
+ * resync. Readings it shares with the live stream are kept once.
+ */
+async function readHistory(): Promise<void> {
+  if (historyRunning) {
+    historyAgain = true;
+    return;
   }
-}
-
-const rank = (s: GaugeState) => (s === "severe" ? 2 : s === "warning" ? 1 : 0);
-
-// ---- log ----------------------------------------------------------------
-
-function log(kind: string, text: string, detail = "", at?: Date): void {
-  const li = el("li", `ev k-${kind}`);
-  li.append(el("time", undefined, fmtTime(at)), el("span", "ev-text", text));
-  if (detail) li.append(el("span", "ev-detail", detail));
-  const list = $("log");
-  list.prepend(li);
-  while (list.children.length > LOG_MAX) list.lastElementChild!.remove();
+  historyRunning = true;
+  try {
+    do {
+      historyAgain = false;
+      const per = new Map<string, Point[]>();
+      const h = subscribe(transport, { snapshot: "retained", topics: ["gauges"], endAtHead: true, signal: AbortSignal.timeout(30_000) });
+      for await (const item of h) {
+        if (item.kind !== "fact" || item.type !== "gauge.level") continue;
+        const v = item.data?.["level_m"];
+        const key = item.key || str(item.data?.["gauge"]);
+        if (typeof v !== "number" || !key) continue;
+        const pts = per.get(key) ?? [];
+        pts.push(pointOf(item, v));
+        per.set(key, pts);
+      }
+      for (const [key, pts] of per) {
+        if (addHistory(key, pts)) queueRender(gauges.get(key)!);
+      }
+    } while (historyAgain);
+  } catch (e) {
+    logEvent("conn", "Could not read the level history", e instanceof Error ? e.message : String(e));
+  } finally {
+    historyRunning = false;
+  }
 }
 
 // ---- stream -------------------------------------------------------------
@@ -268,89 +132,121 @@ const REASONS: Record<string, string> = {
   FACT_OUT_OF_RANGE: "the commit we stopped inside is gone",
 };
 
-/** Set from a "resynced" item until the "caught_up" that ends its snapshot. */
-let resyncText: string | undefined;
+const words = (reason: string) => reason.toLowerCase().replaceAll("_", " ");
 
 function onResynced(r: ResyncedSignal): void {
-  // Everything on screen predates what was missed: grey it out until the
-  // snapshot refreshes it.
-  for (const g of gauges.values()) markStale(g, true);
-  queueSummary();
-  const why = REASONS[r.reasonName] ?? r.reasonName.toLowerCase();
+  live = false;
+  const now = Date.now();
+  // Everything on screen predates what was missed: stale until the snapshot refreshes it.
+  for (const g of gauges.values()) {
+    g.resyncPending = true;
+    if (!g.awaitingLive) g.staleSince = now;
+    tickGauge(g, now); // at once, even if the snapshot removes it before the next frame
+    queueRender(g);
+  }
+  const why = REASONS[r.reasonName] ?? words(r.reasonName);
   const text =
     `Missed events: ${why}. Asked to resume after seq ${r.requestedSeq}` +
     (r.previousEpoch && r.previousEpoch !== r.epoch ? ` of epoch ${formatEpoch(r.previousEpoch)}` : "") +
     `; the server holds seq ${r.oldestSeq}–${r.headSeq}` +
     (r.previousEpoch !== r.epoch ? ` of epoch ${formatEpoch(r.epoch)}` : "") +
     `.`;
-  resyncText = text;
-  $("resync-when").textContent = `at ${fmtTime()} · ${r.reasonName.toLowerCase().replaceAll("_", " ")}`;
+  resync = { text };
+  $("resync-when").textContent = `at ${new Date(now).toLocaleTimeString("en-GB")} · ${words(r.reasonName)}`;
   $("resync-text").textContent = `${text} Rebuilding the gauges from each gauge's latest reading on the server…`;
   $("resync").hidden = false;
-  setStatus("resynced", `${r.reasonName.toLowerCase().replaceAll("_", " ")} · seq ${r.requestedSeq} → snapshot at ${r.headSeq}`);
-  log("resync", `Resynced: ${r.reasonName.toLowerCase().replaceAll("_", " ")}`, `requested ${r.requestedSeq}, oldest ${r.oldestSeq}, head ${r.headSeq}`);
+  setStatus("resynced", `${words(r.reasonName)} · seq ${r.requestedSeq} → snapshot at ${r.headSeq}`);
+  logEvent("resync", `Resynced: ${words(r.reasonName)}`, text);
 }
 
 /** onSnapshotDone ends a resync: gauges the snapshot did not refresh are gone from the server. */
 function onSnapshotDone(): void {
-  if (resyncText === undefined) return;
-  const gone = [...gauges.values()].filter((g) => g.stale);
-  for (const g of gone) removeGauge(g);
-  queueSummary();
+  if (resync === undefined) return;
+  const gone = [...gauges.values()].filter((g) => g.resyncPending);
+  for (const g of gone) removeGauge(g, "no reading on the server since the resync");
   const kept = gauges.size;
   const removed =
     gone.length === 0
       ? ""
-      : ` ${gone.length} gauge${gone.length === 1 ? "" : "s"} with no reading on the server since then ${gone.length === 1 ? "was" : "were"} removed (${gone.map((g) => g.key).join(", ")}).`;
-  $("resync-text").textContent =
-    `${resyncText} ${kept} gauge${kept === 1 ? " was" : "s were"} rebuilt from ${kept === 1 ? "its" : "each gauge's"} latest reading on the server; readings and crossings in between were not replayed.` + removed;
-  if (gone.length > 0) log("resync", `Removed ${gone.length} gauge${gone.length === 1 ? "" : "s"} with no reading since the resync`, gone.map((g) => g.key).join(", "));
-  resyncText = undefined;
+      : ` ${plural(gone.length, "gauge")} with no reading on the server since then ${gone.length === 1 ? "was" : "were"} removed (${gone.map((g) => g.key).join(", ")}).`;
+  const summary = `${kept} gauge${kept === 1 ? " was" : "s were"} rebuilt from ${kept === 1 ? "its" : "each gauge's"} latest reading on the server; readings and crossings in between were not replayed.${removed}`;
+  $("resync-text").textContent = `${resync.text} ${summary}`;
+  logEvent("resync", "Resync complete", summary);
+  resync = undefined;
+  renderSummary();
+  void readHistory();
+}
+
+function outage(at: number, why: string): void {
+  if (!beginOutage(at, why)) return;
+  live = false;
+  for (const g of gauges.values()) {
+    g.awaitingLive = true;
+    g.staleSince = at;
+  }
+  setOutage(at);
 }
 
 function onConnection(e: ConnectionEvent): void {
   switch (e.state) {
     case "connecting":
+      retryAt(undefined);
       setStatus("connecting", e.attempt > 0 ? `reconnecting · attempt ${e.attempt + 1}` : e.cursor.seq > 0n ? `resuming after seq ${e.cursor.seq}` : "opening stream…");
       return;
     case "open":
       $("epoch").textContent = formatEpoch(e.epoch);
-      if (shown !== "resynced") setStatus("replaying", "catching up…");
+      if (shownStatus() !== "resynced") setStatus("replaying", "catching up…");
       return;
-    case "caught_up":
+    case "caught_up": {
       // Every stream reports it (the item comes only on a transition to live).
+      live = true;
+      clearTimeout(graceTimer);
+      const ms = endOutage(Date.now());
+      if (ms !== undefined) {
+        setOutage(undefined);
+        logEvent("live", "Current again", `after ${Math.round(ms / 1000)} s; each gauge is stale until its next reading`);
+      }
       setStatus("live", `caught up at seq ${e.headSeq}`);
       return;
+    }
     case "reconnecting": {
+      live = false;
+      const now = Date.now();
+      retryAt(now + e.delayMs);
       const secs = (e.delayMs / 1000).toFixed(1);
       if (e.resync) {
         setStatus("connecting", `resubscribing from a snapshot in ${secs} s`);
       } else if (e.error) {
         const why = e.error.rawMessage || "network error";
-        log("conn", "Connection lost", `${why} · retrying in ${secs} s`);
-        setStatus("connecting", `${why} · retry in ${secs} s`);
+        connectionLost(why, now);
+        outage(now, why);
+        setStatus("connecting", `${why}`);
       } else {
-        log("conn", "Stream ended by the server", `resuming in ${secs} s`);
-        setStatus("connecting", `resuming in ${secs} s`);
+        logEvent("conn", "Stream ended by the server", `resuming in ${secs} s`);
+        setStatus("connecting", `resuming`);
+        clearTimeout(graceTimer);
+        graceTimer = setTimeout(() => {
+          if (!live) outage(now, "the stream ended and has not resumed");
+        }, CLEAN_END_GRACE_MS);
       }
       return;
     }
   }
 }
 
-let renderQueued = false;
+let cursorQueued = false;
 let lastCommit: Date | undefined;
 function queueCursor(): void {
-  if (renderQueued) return;
-  renderQueued = true;
+  if (cursorQueued) return;
+  cursorQueued = true;
   requestAnimationFrame(() => {
-    renderQueued = false;
+    cursorQueued = false;
     const c = sub.cursor;
     $("cursor").textContent = formatCursor(c);
     $("cursor-seq").textContent = c.seq.toString();
     $("cursor-fact").textContent = c.fact === 0 ? "0 (commit done)" : String(c.fact);
     if (c.epoch) $("epoch").textContent = formatEpoch(c.epoch);
-    if (lastCommit) $("last-commit").textContent = fmtTime(lastCommit);
+    if (lastCommit) $("last-commit").textContent = lastCommit.toLocaleTimeString("en-GB");
   });
 }
 
@@ -359,11 +255,11 @@ function handle(item: StreamItem): void {
     case "fact":
       lastCommit = item.eventTime ?? lastCommit;
       if (item.type === "gauge.level") onLevel(item);
-      else if (item.type === "gauge.threshold") onThreshold(item);
+      else if (item.type === "gauge.note") onNote(item);
       break;
     case "caught_up":
       onSnapshotDone();
-      log("live", "Live", `caught up at seq ${item.headSeq}`);
+      logEvent("live", "Live", `caught up at seq ${item.headSeq}`);
       break;
     case "resynced":
       onResynced(item);
@@ -372,7 +268,6 @@ function handle(item: StreamItem): void {
   queueCursor();
 }
 
-const transport = createGrpcWebTransport({ baseUrl: window.location.origin });
 const sub = subscribe(transport, {
   snapshot: "latest_per_key",
   onUnservable: "snapshot_inline",
@@ -383,16 +278,40 @@ const sub = subscribe(transport, {
 $("resync-close").addEventListener("click", () => {
   $("resync").hidden = true;
 });
+$("reconnect-now").addEventListener("click", () => {
+  if (sub.reconnectNow()) logEvent("conn", "Reconnect requested", "by the operator");
+});
+setupAlerts(
+  (key) => gauges.get(key)?.state,
+  () => {
+    for (const g of gauges.values()) queueRender(g);
+  },
+);
+
+setInterval(() => {
+  const now = Date.now();
+  renderOutage(now);
+  tickAll(now);
+}, 500);
+// Sparklines slide with time even for a gauge that stopped reporting.
+setInterval(() => {
+  for (const g of gauges.values()) queueRender(g);
+}, 10_000);
 
 async function run(): Promise<void> {
   setStatus("connecting", "opening stream…");
+  renderAcks();
+  void readHistory();
   try {
     for await (const item of sub) handle(item);
     setStatus("stopped", "stream closed");
+    stopped("the stream closed");
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
     setStatus("stopped", msg);
-    log("severe", "Stream stopped", msg);
+    outage(Date.now(), msg);
+    stopped(msg);
+    logEvent("severe", "Stream stopped", msg);
   }
 }
 void run();
