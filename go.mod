@@ -9,6 +9,7 @@ require (
 	connectrpc.com/grpchealth v1.5.0
 	connectrpc.com/grpcreflect v1.3.1
 	connectrpc.com/validate v0.9.0
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/protobuf v1.36.12
