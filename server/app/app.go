@@ -46,6 +46,15 @@ type Config struct {
 	// ShutdownGrace is how long shutdown waits for streams after DRAINING.
 	// Default 5s.
 	ShutdownGrace time.Duration
+
+	// Auth is "none" (the default) or "jwt" (docs/security.md). With
+	// "none" the server refuses a non-loopback Addr unless
+	// AllowUnauthenticated.
+	Auth                 string
+	JWTKeyFile           string
+	JWTIssuer            string
+	JWTAudience          string
+	AllowUnauthenticated bool
 }
 
 // Defaults returns the documented defaults: those of a zero Config, with
@@ -72,6 +81,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 5 * time.Second
 	}
+	if c.Auth == "" {
+		c.Auth = AuthNone
+	}
 	return c
 }
 
@@ -89,6 +101,7 @@ func (c Config) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("tls-cert and tls-key go together"))
 	}
+	errs = append(errs, c.validateSecurity())
 	return errors.Join(errs...)
 }
 
@@ -118,6 +131,10 @@ func New(cfg Config) (*Server, error) {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	m := newMetrics()
+	mw, err := authMiddleware(cfg, m.m)
+	if err != nil {
+		return nil, err
+	}
 	hubCfg := cfg.Config
 	hubCfg.Observer = m.observer()
 	h, err := hub.New(hubCfg)
@@ -125,7 +142,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start hub: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(rpc.NewHandler(h, cfg.MaxRequestBytes, m.rpcOption()))
+	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes, m.rpcOption())
+	mux.Handle(rpcPath, guardRPC(mw, rpcHandler))
 	health := newHealth()
 	health.handle(mux)
 	reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
@@ -133,7 +151,7 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 	m.watch(h)
 	mux.Handle("/metrics", m.handler())
-	mux.Handle("/events", newSSEHandler(h, cfg))
+	mux.Handle("/events", guardSSE(mw, newSSEHandler(h, cfg)))
 	mux.Handle("/", newConsoleHandler())
 	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
 	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, health: health, tls: tlsConfig}, nil
@@ -269,6 +287,8 @@ func Run(ctx context.Context, cfg Config) error {
 		"url", scheme+"://"+ln.Addr().String(),
 		"epoch", hub.FormatEpoch(s.Hub.Epoch()),
 		"window", cfg.Window,
-		"demo", cfg.Demo)
+		"demo", cfg.Demo,
+		"auth", cfg.Auth)
+	logSecurity(cfg, cfg.Logger)
 	return s.Serve(ctx, ln)
 }

@@ -1,7 +1,9 @@
 package hub
 
 import (
+	"errors"
 	"strings"
+	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
@@ -20,7 +22,14 @@ type Request struct {
 	// MalformedCursor says the face received a cursor it could not parse
 	// (an SSE Last-Event-ID): the hub answers REASON_MALFORMED_CURSOR.
 	MalformedCursor bool
+	// Expiry, when set, ends the stream with ErrExpired once it passes
+	// (the expiry of the credentials it was opened with): between two
+	// commits, after a Progress covering what was skipped.
+	Expiry time.Time
 }
+
+// ErrExpired ends a stream whose Request.Expiry has passed.
+var ErrExpired = errors.New("hub: stream expired")
 
 // RequestFromProto converts a validated SubscribeEventsRequest.
 func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request {

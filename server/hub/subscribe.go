@@ -70,6 +70,9 @@ func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) error {
 		j := 1 + h.cfg.LeaseJitter*(2*rand.Float64()-1)
 		s.leaseEnd = s.lastSend.Add(time.Duration(float64(h.cfg.Lease) * j))
 	}
+	if !req.Expiry.IsZero() && (s.leaseEnd.IsZero() || req.Expiry.Before(s.leaseEnd)) {
+		s.leaseEnd, s.expires = req.Expiry, true
+	}
 	s.progressSpan = max(uint64(h.cfg.Window)/4, 1)
 	s.timer = time.NewTimer(time.Hour)
 	s.timer.Stop()
@@ -100,6 +103,7 @@ type stream struct {
 
 	lastSend     time.Time
 	leaseEnd     time.Time // zero: no lease
+	expires      bool      // leaseEnd is the request's Expiry: end with ErrExpired
 	progressSpan uint64    // send Progress once this many seqs are covered unsent
 	timer        *time.Timer
 	batch        []*Event
@@ -129,9 +133,12 @@ func (s *stream) run(ctx context.Context) error {
 		err = s.loop(ctx)
 	}
 	switch err {
-	case errEnded, errDrained:
+	case errEnded, errDrained, ErrExpired:
 		if perr := s.progressIf(true); perr != nil {
 			return perr
+		}
+		if err == ErrExpired {
+			return err
 		}
 		if err == errDrained {
 			return s.replicaStatus() // with a Log: this replica's DRAINING
@@ -452,6 +459,9 @@ func (s *stream) wait(ctx context.Context, wake <-chan struct{}) error {
 // heartbeat interval sends the pending Progress or else a Heartbeat.
 func (s *stream) tick(now time.Time) error {
 	if !s.leaseEnd.IsZero() && !now.Before(s.leaseEnd) {
+		if s.expires {
+			return ErrExpired
+		}
 		return errEnded
 	}
 	if now.Sub(s.lastSend) < s.h.cfg.Heartbeat {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ringcast/ringcast/server/auth"
 	"github.com/ringcast/ringcast/server/hub"
 )
 
@@ -39,9 +40,13 @@ type Metrics struct {
 	lag         *prometheus.HistogramVec
 	replayAge   *prometheus.HistogramVec
 	rpc         *rpcMetrics
+	authReject  *prometheus.CounterVec
 }
 
-var _ hub.Observer = (*Metrics)(nil)
+var (
+	_ hub.Observer  = (*Metrics)(nil)
+	_ auth.Observer = (*Metrics)(nil)
+)
 
 // New returns metrics on a fresh registry holding ringcast's collectors and
 // the Go and process collectors.
@@ -84,8 +89,12 @@ func New() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-3, 4, 12), // 1ms .. ~70min
 		}, []string{"face"}),
 		rpc: newRPCMetrics(),
+		authReject: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ringcast_auth_rejections_total",
+			Help: "Requests refused by token checks (auth jwt), by face (connect, sse) and reason (missing, invalid, expired, forbidden).",
+		}, []string{"face", "reason"}),
 	}
-	m.reg.MustRegister(m.subscribes, m.lagged, m.subscribers, m.commits, m.facts, m.publish, m.lag, m.replayAge,
+	m.reg.MustRegister(m.subscribes, m.lagged, m.subscribers, m.commits, m.facts, m.publish, m.lag, m.replayAge, m.authReject,
 		m.rpc.handled, m.rpc.duration,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -97,6 +106,9 @@ func New() *Metrics {
 		m.subscribers.WithLabelValues(f)
 		m.lag.WithLabelValues(f)
 		m.replayAge.WithLabelValues(f)
+		for _, r := range auth.Reasons {
+			m.authReject.WithLabelValues(f, string(r))
+		}
 	}
 	return m
 }
@@ -174,4 +186,9 @@ func (m *Metrics) Delivered(face string, live bool, age time.Duration) {
 		return
 	}
 	m.replayAge.WithLabelValues(face).Observe(age.Seconds())
+}
+
+// AuthRejected implements auth.Observer.
+func (m *Metrics) AuthRejected(face string, reason auth.Reason) {
+	m.authReject.WithLabelValues(face, string(reason)).Inc()
 }

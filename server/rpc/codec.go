@@ -3,6 +3,7 @@ package rpc
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -98,7 +99,9 @@ func (c *eventCodec) Unmarshal(data []byte, msg any) error {
 		return errNotProto(msg)
 	}
 	if err := c.unmarsh(data, m); err != nil {
-		return fmt.Errorf("unmarshal into %T: %w", msg, err)
+		// The client sees this message: name the problem, not the Go
+		// type it was decoded into.
+		return fmt.Errorf("malformed request message: %s", strings.TrimPrefix(err.Error(), "proto: "))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/auth"
 	"github.com/ringcast/ringcast/server/hub"
 )
 
@@ -59,9 +60,16 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 		sink.batch.hold = true
 		defer func() { sink.batch.hold = false }()
 	}
-	err := s.hub.Subscribe(ctx, hub.RequestFromProto(Face, req.Msg), sink)
+	hreq := hub.RequestFromProto(Face, req.Msg)
+	if err := auth.ScopeSubscribe(ctx, &hreq); err != nil {
+		return connect.NewError(connect.CodePermissionDenied, err)
+	}
+	err := s.hub.Subscribe(ctx, hreq, sink)
 	if err != nil && ctx.Err() != nil {
 		return connect.NewError(connect.CodeCanceled, ctx.Err())
+	}
+	if errors.Is(err, hub.ErrExpired) {
+		return connect.NewError(connect.CodeUnauthenticated, errors.New(auth.MsgExpired))
 	}
 	if errors.Is(err, hub.ErrUnavailable) {
 		return connect.NewError(connect.CodeUnavailable, err)
@@ -71,6 +79,9 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 
 // Publish appends one commit.
 func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.PublishRequest]) (*connect.Response[ringcastv1.PublishResponse], error) {
+	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
+		return nil, connect.NewError(connect.CodePermissionDenied, err)
+	}
 	if err := checkFinite(req.Msg.GetFacts()); err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
@@ -88,6 +99,9 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 	in := req.Msg.GetCommits()
 	commits := make([]hub.Commit, len(in))
 	for i, c := range in {
+		if err := auth.CheckPublish(ctx, c.GetFacts()); err != nil {
+			return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("commits[%d].%w", i, err))
+		}
 		if err := checkFinite(c.GetFacts()); err != nil {
 			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("commits[%d].%w", i, err))
 		}

@@ -17,6 +17,9 @@ const (
 	EventProgress = "progress"
 	EventCaughtUp = "caught-up"
 	EventGap      = "gap"
+	// EventTokenExpired ends a stream whose token expired (auth jwt):
+	// open a new EventSource with a fresh token and the last id seen.
+	EventTokenExpired = "token-expired"
 )
 
 // eventName is the `event:` name of a response, "" for those the face

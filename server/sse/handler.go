@@ -23,6 +23,7 @@ import (
 	"buf.build/go/protovalidate"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/auth"
 	"github.com/ringcast/ringcast/server/hub"
 )
 
@@ -77,6 +78,12 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	// With auth on, a topic outside the token's grant is refused and no
+	// topic means the grant (docs/security.md).
+	if err := auth.ScopeSubscribe(r.Context(), &req); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
 	sk := &sink{w: bufio.NewWriterSize(w, 16<<10), rc: http.NewResponseController(w)}
 
 	// The header wins over the query: EventSource re-sends the URL it was
@@ -110,6 +117,15 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	err = s.hub.Subscribe(r.Context(), req, sk)
+	if errors.Is(err, hub.ErrExpired) {
+		// The token's exp passed: say so, so the page can open a new
+		// EventSource with a fresh token and the last id it saw.
+		if f, ferr := controlFrame(EventTokenExpired, struct{}{}); ferr == nil {
+			_, _ = sk.w.Write(f)
+			_ = sk.Flush()
+		}
+		return
+	}
 	if err != nil && r.Context().Err() == nil {
 		s.log.Debug("sse stream ended", "error", err)
 	}

@@ -28,6 +28,11 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with HTTP/2")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for streams to end after DRAINING")
+	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "who may publish and subscribe: none, or jwt (a bearer token verified with --jwt-key-file; docs/security.md)")
+	fs.StringVar(&cfg.JWTKeyFile, "jwt-key-file", "", "key that verifies tokens: an HMAC secret, a PEM public key or a JWKS (detected)")
+	fs.StringVar(&cfg.JWTIssuer, "jwt-issuer", "", "required token issuer (iss), when set")
+	fs.StringVar(&cfg.JWTAudience, "jwt-audience", "", "required token audience (aud), when set")
+	fs.BoolVar(&cfg.AllowUnauthenticated, "allow-unauthenticated", false, "serve a non-loopback --addr with --auth none (logs a warning at start)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
 	if err := parseFlags(fs, args); err != nil {
