@@ -5,6 +5,7 @@
 //	ringcast publish   publish one commit of facts given as JSON
 //	ringcast status    print GetServerStatus as JSON
 //	ringcast load      drive a server on this machine and measure it from outside
+//	ringcast token     mint an HS256 token for a server with --auth jwt (development, tests)
 //
 // Every flag can also be given as RINGCAST_<NAME> (upper case, dashes as
 // underscores); a flag on the command line wins.
@@ -44,6 +45,7 @@ Usage:
   ringcast publish [flags] [FACT…]  publish one commit; facts as JSON arguments or on stdin
   ringcast status  [flags]          print the server's status as JSON
   ringcast load    [flags]          load a server on this machine; print its CPU, memory and fan-out as JSON
+  ringcast token   [flags]          mint an HS256 token from an HMAC secret (development, tests)
   ringcast version                  print the version
 
 Run "ringcast COMMAND -h" for a command's flags. Every flag may also be set
@@ -74,6 +76,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = statusCmd(ctx, args[1:], stdout, stderr)
 	case "load":
 		err = loadCmd(ctx, args[1:], stdout, stderr)
+	case "token":
+		err = tokenCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "--help", "-help":
