@@ -120,10 +120,8 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, hub.ErrExpired) {
 		// The token's exp passed: say so, so the page can open a new
 		// EventSource with a fresh token and the last id it saw.
-		if f, ferr := controlFrame(EventTokenExpired, struct{}{}); ferr == nil {
-			_, _ = sk.w.Write(f)
-			_ = sk.Flush()
-		}
+		_, _ = sk.w.WriteString("event: " + EventTokenExpired + "\ndata: {}\n\n")
+		_ = sk.Flush()
 		return
 	}
 	if err != nil && r.Context().Err() == nil {
