@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringcast/ringcast/server/loadgen"
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
@@ -39,7 +40,7 @@ func TestLoadFanout(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			var res FanoutResult
+			var res loadgen.FanoutResult
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
 			}
@@ -76,7 +77,7 @@ func TestLoadIdle(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var res IdleResult
+	var res loadgen.IdleResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
 	}
