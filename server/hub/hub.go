@@ -49,9 +49,13 @@ type Config struct {
 	DedupeWindow time.Duration
 	// DedupeKeys bounds the remembered idempotency keys. Default 65,536.
 	DedupeKeys int
-	// Coalesce delays each wake-up of waiting streams by up to this long
+	// Coalesce bounds how long a wake-up of waiting streams may be held
 	// so that commits published meanwhile are delivered in one batch (one
-	// write per subscriber instead of one per commit). 0: wake at once.
+	// write per subscriber instead of one per commit). A commit that finds
+	// the streams idle wakes them at once; only while commits keep coming
+	// is the next wake-up held, up to Coalesce after the previous one (up
+	// to 8×Coalesce while streams are still writing: see notify.go).
+	// 0: always wake at once.
 	Coalesce time.Duration
 	// MaxRequestBytes bounds every request message; the RPC edge enforces
 	// it and ServerStatus advertises it. Default 4 MiB. The other request
@@ -172,6 +176,7 @@ type Hub struct {
 	closeOnce   sync.Once
 	notifierWG  sync.WaitGroup
 	subscribers atomic.Int64
+	writing     atomic.Int64       // streams inside a batch write (the notifier's overload signal)
 	stopFollow  context.CancelFunc // nil: memory store
 }
 
@@ -331,38 +336,6 @@ func (h *Hub) signal() {
 	select {
 	case h.kick <- struct{}{}:
 	default: // a wake-up is already pending; it will cover this event too
-	}
-}
-
-// notify wakes waiting subscribers after each kick. Closing a channel costs
-// O(waiters), so it happens here rather than on the publisher's path; kicks
-// that arrive meanwhile coalesce into one wake-up.
-func (h *Hub) notify() {
-	defer h.notifierWG.Done()
-	window := time.NewTimer(time.Hour)
-	window.Stop()
-	defer window.Stop()
-	for {
-		select {
-		case <-h.done:
-			return
-		case <-h.kick:
-		}
-		if h.cfg.Coalesce > 0 {
-			// Let publishes that follow closely share this wake-up: each
-			// woken stream then writes them in one batch.
-			window.Reset(h.cfg.Coalesce)
-			select {
-			case <-h.done:
-				return
-			case <-window.C:
-			}
-		}
-		h.mu.Lock()
-		ch := h.wake
-		h.wake = make(chan struct{})
-		h.mu.Unlock()
-		close(ch)
 	}
 }
 

@@ -277,29 +277,55 @@ func (f *flushCounter) counts() (flushes, commits int) {
 	return f.flushes, f.commits
 }
 
-// TestCoalescedWakeUpDeliversCloseCommitsInOneWrite: with Coalesce, commits
-// published within the window reach a live subscriber as one batch (one
-// flush), and none is lost; without it, each is written as it comes.
+// blockingSink blocks its first commit's Send until release is closed: a
+// stream whose write is stuck in flight.
+type blockingSink struct {
+	entered chan struct{} // closed when the first commit's Send starts
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *blockingSink) Send(m *ringcastv1.SubscribeEventsResponse) error {
+	if m.GetCommit() != nil {
+		s.once.Do(func() {
+			close(s.entered)
+			<-s.release
+		})
+	}
+	return nil
+}
+
+// TestCoalescedWakeUpDeliversCloseCommitsInOneWrite: while writes back up
+// (one stream's write is stuck in flight), commits published within the
+// window reach a waiting subscriber as one batch (one flush), and none is
+// lost; without a window each is written as it comes. The first commit
+// found every stream idle and was written at once.
 func TestCoalescedWakeUpDeliversCloseCommitsInOneWrite(t *testing.T) {
 	for _, tc := range []struct {
 		coalesce             time.Duration
 		minFlushes, maxFlush int
 		description          string
 	}{
-		{200 * time.Millisecond, 1, 1, "coalesced"},
+		{time.Second, 2, 2, "coalesced"},
 		{0, 2, 5, "immediate"}, // the control: without the window, writes follow publishes
 	} {
 		t.Run(tc.description, func(t *testing.T) {
 			h := newHub(t, hub.Config{Coalesce: tc.coalesce, Heartbeat: time.Hour})
-			fc := &flushCounter{got: make(chan struct{}, 1)}
 			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- h.Subscribe(ctx, hub.Request{SinceSeq: 1, Epoch: h.Epoch()}, fc) }()
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer cancel()
+			stuck := &blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
+			wg.Go(func() { _ = h.Subscribe(ctx, hub.Request{SinceSeq: 1, Epoch: h.Epoch()}, stuck) })
+			fc := &flushCounter{got: make(chan struct{}, 1)}
+			wg.Go(func() { _ = h.Subscribe(ctx, hub.Request{SinceSeq: 1, Epoch: h.Epoch()}, fc) })
 			<-fc.got // CaughtUp flushed: the stream is live
 			before, _ := fc.counts()
-			for i := range 5 {
-				mustPublish(t, h, fact("a/b", "", i))
+			mustPublish(t, h, fact("a/b", "", 0))
+			<-stuck.entered // the other stream is now inside a write
+			for i := 1; i < 5; i++ {
 				time.Sleep(5 * time.Millisecond) // spaced publishes, well inside the window
+				mustPublish(t, h, fact("a/b", "", i))
 			}
 			for {
 				if _, commits := fc.counts(); commits == 5 {
@@ -307,17 +333,42 @@ func TestCoalescedWakeUpDeliversCloseCommitsInOneWrite(t *testing.T) {
 				}
 				select {
 				case <-fc.got:
-				case <-time.After(5 * time.Second):
+				case <-time.After(10 * time.Second):
 					t.Fatal("commits not delivered")
 				}
 			}
-			cancel()
-			<-done
+			close(stuck.release)
 			if n := fc.flushesSince(before); n < tc.minFlushes || n > tc.maxFlush {
 				t.Fatalf("%d writes for 5 commits published 5 ms apart, want %d..%d", n, tc.minFlushes, tc.maxFlush)
 			}
 		})
 	}
+}
+
+// TestCommitFindingStreamsIdleIsNotHeld: with a window far longer than the
+// test's hang guard, a commit published after a quiet spell still reaches
+// a live stream: a wake-up is only held while commits keep coming.
+func TestCommitFindingStreamsIdleIsNotHeld(t *testing.T) {
+	h := newHub(t, hub.Config{Coalesce: time.Hour, Heartbeat: time.Hour})
+	fc := &flushCounter{got: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- h.Subscribe(ctx, hub.Request{SinceSeq: 1, Epoch: h.Epoch()}, fc) }()
+	<-fc.got // CaughtUp flushed: the stream is live
+	mustPublish(t, h, fact("a/b", "", 0))
+	for {
+		if _, commits := fc.counts(); commits == 1 {
+			break
+		}
+		select {
+		case <-fc.got:
+		case <-time.After(10 * time.Second): // a hang guard, not a timing assertion
+			t.Fatal("the commit was held: not delivered")
+		}
+	}
+	cancel()
+	<-done
 }
 
 // TestFilteredStreamGetsProgressWhileUnrelatedCommitsFlow: a stream whose

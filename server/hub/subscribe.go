@@ -357,6 +357,8 @@ func (s *stream) read(ctx context.Context) (batch []*Event, draining bool, wake 
 // deliver sends a batch of ring events, skipping (and covering) commits the
 // filter leaves empty.
 func (s *stream) deliver(batch []*Event) error {
+	s.h.writing.Add(1)
+	defer s.h.writing.Add(-1)
 	var last *Event
 	for _, ev := range batch {
 		resp := s.filtered(ev)

@@ -91,6 +91,15 @@ func subscribeBody(b *testing.B, epoch, seq uint64) []byte {
 // the next positioned event, so its position is start + count - 1.
 type counter struct {
 	msgs atomic.Uint64
+	rec  atomic.Pointer[arrivalLog] // nil: arrivals not recorded
+}
+
+// arrivalLog records when a counter read each message after base: at[i]
+// is the time since epoch at which message base+i+1 was read.
+type arrivalLog struct {
+	epoch time.Time
+	base  uint64
+	at    []int64
 }
 
 // readEnvelopes counts data envelopes on body until it ends or fails.
@@ -107,6 +116,11 @@ func (c *counter) readEnvelopes(body io.Reader) error {
 		}
 		if hdr[0] != 0 { // end of stream (Connect) or trailers (gRPC-Web)
 			return io.EOF
+		}
+		if l := c.rec.Load(); l != nil {
+			if i := c.msgs.Load() - l.base; i < uint64(len(l.at)) {
+				l.at[i] = int64(time.Since(l.epoch)) // before Add: visible to whoever sees the count
+			}
 		}
 		c.msgs.Add(1)
 	}
