@@ -18,9 +18,10 @@ type Backoff struct {
 	Reset   time.Duration
 }
 
-// DefaultBackoff waits 50ms..250ms at first, doubling up to 30s, and resets
-// after a stream that lived 30s.
-var DefaultBackoff = Backoff{Min: 50 * time.Millisecond, Initial: 250 * time.Millisecond, Max: 30 * time.Second, Reset: 30 * time.Second}
+// DefaultBackoff waits 100ms..250ms at first, doubling up to 30s, and
+// resets after a stream that lived 30s: the values both clients take from
+// clients/conformance/defaults.json.
+var DefaultBackoff = Backoff{Min: defaultBackoffMin, Initial: defaultBackoffInitial, Max: defaultBackoffMax, Reset: defaultBackoffReset}
 
 // Delay is the wait before retry number attempt (0-based).
 func (b Backoff) Delay(attempt int) time.Duration {

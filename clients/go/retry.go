@@ -1,7 +1,10 @@
 package ringcast
 
+//go:generate sh -c "cd ../.. && go run ./clients/conformance/gendefaults"
+
 import (
 	"errors"
+	"slices"
 
 	"connectrpc.com/connect"
 )
@@ -24,7 +27,8 @@ import (
 //	failed_precondition, out_of_range, not_found, already_exists,
 //	unimplemented.
 //
-// An unservable cursor is never an error (the server answers it with
+// The permanent list is shared with the TypeScript client
+// (clients/conformance/defaults.json). An unservable cursor is never an error (the server answers it with
 // ResyncRequired, which the subscription handles itself).
 func Retryable(err error) bool {
 	if err == nil {
@@ -34,16 +38,5 @@ func Retryable(err error) bool {
 	if !errors.As(err, &ce) {
 		return true
 	}
-	switch ce.Code() {
-	case connect.CodeUnauthenticated,
-		connect.CodePermissionDenied,
-		connect.CodeInvalidArgument,
-		connect.CodeFailedPrecondition,
-		connect.CodeOutOfRange,
-		connect.CodeNotFound,
-		connect.CodeAlreadyExists,
-		connect.CodeUnimplemented:
-		return false
-	}
-	return true
+	return !slices.Contains(permanentCodes, ce.Code())
 }

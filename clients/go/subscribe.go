@@ -131,8 +131,9 @@ func WithUntil(seq uint64) SubscribeOption { return func(o *subscribeConfig) { o
 // even a heartbeat) before it is taken for dead — a half-open connection
 // after a network change, say — and reconnected with the cursor. Time the
 // application spends in the loop body does not count. The default is three
-// heartbeat intervals as the server announces them (in CaughtUp and
-// ServerStatus; 45 s until it has); a negative d disables the check.
+// heartbeat intervals plus a second, as the server announces them (in
+// CaughtUp and ServerStatus; 45 s until it has); a negative d disables the
+// check.
 func WithIdleTimeout(d time.Duration) SubscribeOption {
 	return func(o *subscribeConfig) { o.idle = d }
 }
@@ -169,9 +170,9 @@ func (s *Subscription) idleTimeout() time.Duration {
 	case s.cfg.idle > 0:
 		return s.cfg.idle
 	case s.heartbeat > 0:
-		return 3 * s.heartbeat
+		return idleHeartbeatMultiple*s.heartbeat + idleGrace
 	}
-	return 45 * time.Second
+	return idleUntilHeartbeatKnown
 }
 
 // Subscribe returns a subscription; nothing is sent until Items is ranged
@@ -247,6 +248,7 @@ type streamResult struct {
 	end      streamEnd
 	err      error
 	progress bool // the cursor moved to a new position during the stream
+	caughtUp bool // the stream sent CaughtUp: what follows is live, not a replay
 }
 
 func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
@@ -292,7 +294,11 @@ func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
 
 // iterState is what one range over Items remembers across its streams.
 type iterState struct {
-	caughtUp bool // the last signal handed over was CaughtUp, with no fact or resync since
+	// caughtUp: the application was told KindCaughtUp and has since seen
+	// no replayed fact (one before a stream's CaughtUp) and no resync. A
+	// stream's CaughtUp yields KindCaughtUp only when it is false, so a
+	// reconnect that replays nothing does not repeat the signal.
+	caughtUp bool
 }
 
 // request builds the next SubscribeEventsRequest from the cursor; done
@@ -312,17 +318,32 @@ func (s *Subscription) request() (req *ringcastv1.SubscribeEventsRequest, done b
 	}
 	if u := s.cfg.untilSeq; u > 0 {
 		switch {
-		case cur.Seq > u, cur.Seq == u && cur.Fact == 0, cur.Seq == u && u == 1:
+		case cur.Seq > u, cur.Seq == u && cur.Fact == 0:
 			return nil, true
 		case cur.Seq == u:
 			// Inside the bound's last commit: until_seq must exceed
-			// since_seq, so ask from the commit before and drop the
-			// consumed facts here (accept does).
-			req.SinceSeq, req.SinceFact = u-1, 0
+			// since_seq, so ask one further and end here once commit u is
+			// consumed (beyondBound covers what the server sends past u).
+			req.UntilSeq = u + 1
+		default:
+			req.UntilSeq = u
 		}
-		req.UntilSeq = u
 	}
 	return req, false
+}
+
+// beyondBound handles a positioned response past the until bound (possible
+// only when resuming inside commit u, which asks until u+1): everything up
+// to u is covered, so the cursor moves to (u, 0) and the iteration ends.
+func (s *Subscription) beyondBound(epoch, seq uint64) bool {
+	u := s.cfg.untilSeq
+	if u == 0 || seq <= u {
+		return false
+	}
+	if cur := s.Cursor(); cur.Epoch == epoch && cur.Seq <= u {
+		s.setCursor(Cursor{Epoch: epoch, Seq: u})
+	}
+	return true
 }
 
 // boundReached reports whether the cursor has covered the until bound.
@@ -394,6 +415,9 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 	epoch, seq := msg.GetInstanceEpoch(), msg.GetSeq()
 	switch ev := msg.GetEvent().(type) {
 	case *ringcastv1.SubscribeEventsResponse_Commit:
+		if s.beyondBound(epoch, seq) {
+			return endFinished, nil
+		}
 		from, ok, err := s.accept(epoch, seq)
 		if err != nil {
 			return endReconnect, err
@@ -420,7 +444,9 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 				next.Fact = 0
 			}
 			s.setCursor(next)
-			st.caughtUp = false
+			if !r.caughtUp {
+				st.caughtUp = false // a replayed fact: CaughtUp is news again
+			}
 			item := Item{Kind: KindFact, Epoch: epoch, Seq: seq, Index: f.GetIndex(), Last: last, Time: at, Fact: f, Cursor: next}
 			if !yield(item, nil) {
 				return endStopped, nil
@@ -430,6 +456,9 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 	case *ringcastv1.SubscribeEventsResponse_Progress, *ringcastv1.SubscribeEventsResponse_ServerStatus:
 		if hb := msg.GetServerStatus().GetLimits().GetHeartbeatInterval(); hb != nil {
 			s.heartbeat = hb.AsDuration()
+		}
+		if s.beyondBound(epoch, seq) {
+			return endFinished, nil
 		}
 		_, ok, err := s.accept(epoch, seq)
 		if err != nil {
@@ -448,6 +477,7 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 		if err := ctx.Err(); err != nil {
 			return endReconnect, err
 		}
+		r.caughtUp = true
 		if !st.caughtUp {
 			st.caughtUp = true
 			item := Item{Kind: KindCaughtUp, Epoch: epoch, HeadSeq: ev.CaughtUp.GetHeadSeq(), Cursor: s.Cursor()}

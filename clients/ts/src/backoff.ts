@@ -1,3 +1,5 @@
+import { SHARED_DEFAULTS } from "./defaults_gen.js";
+
 /**
  * Reconnect backoff: capped exponential with full jitter and a floor.
  *
@@ -23,13 +25,8 @@ export interface BackoffOptions {
   resetMs?: number;
 }
 
-/** The defaults of {@link BackoffOptions}. */
-export const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>> = Object.freeze({
-  initialMs: 250,
-  maxMs: 30_000,
-  minMs: 100,
-  resetMs: 30_000,
-});
+/** The defaults of {@link BackoffOptions}, shared with the Go client (clients/conformance/defaults.json). */
+export const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>> = SHARED_DEFAULTS.backoff;
 
 /**
  * resolveBackoff fills in defaults and orders the bounds. The cap wins: a

@@ -13,8 +13,9 @@ import {
   type SubscribeEventsRequest,
   type SubscribeEventsResponse,
 } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+import { SHARED_DEFAULTS } from "./defaults_gen.js";
 import { backoffDelay, resolveBackoff, sleep, type BackoffOptions } from "./backoff.js";
-import { checkCursor, formatCursor, parseCursor, ZERO_CURSOR, type Cursor } from "./cursor.js";
+import { checkCursor, formatCursor, formatEpoch, parseCursor, ZERO_CURSOR, type Cursor } from "./cursor.js";
 import { reasonName, type FactItem, type ResyncedSignal, type StreamItem } from "./items.js";
 
 /** Options of {@link subscribe}. */
@@ -88,20 +89,11 @@ export type ConnectionEvent =
  * deadline_exceeded, resource_exhausted, aborted, data_loss, and canceled
  * when it did not come from the caller's signal), network errors and
  * streams that end with OK status are retried with the cursor. The same
- * classification as the Go client's.
+ * classification as the Go client's: both read clients/conformance/defaults.json.
  */
-export const PERMANENT_CODES: ReadonlySet<Code> = new Set([
-  Code.Unauthenticated,
-  Code.PermissionDenied,
-  Code.InvalidArgument,
-  Code.FailedPrecondition,
-  Code.OutOfRange,
-  Code.NotFound,
-  Code.AlreadyExists,
-  Code.Unimplemented,
-]);
+export const PERMANENT_CODES: ReadonlySet<Code> = new Set(SHARED_DEFAULTS.permanentCodes);
 
-const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
+const IDLE = SHARED_DEFAULTS.idleTimeout;
 /** The longest delay setTimeout honours (longer ones fire at once). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -168,7 +160,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
       throw new RangeError(`ringcast: idleTimeoutMs must be a finite number of milliseconds (negative disables the check), got ${String(idle)}`);
     }
     this.#idleFixed = idle !== undefined && idle !== 0;
-    this.#idleTimeoutMs = this.#idleFixed ? (idle! < 0 ? -1 : Math.min(idle!, MAX_TIMER_MS)) : DEFAULT_IDLE_TIMEOUT_MS;
+    this.#idleTimeoutMs = this.#idleFixed ? (idle! < 0 ? -1 : Math.min(idle!, MAX_TIMER_MS)) : IDLE.untilHeartbeatKnownMs;
     resolveBackoff(options.backoff); // validate early
   }
 
@@ -229,7 +221,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
       const onAbort = () => call.abort(signal.reason);
       signal.addEventListener("abort", onAbort, { once: true });
       const idle = new Watchdog(() => call.abort(new ConnectError("no message within the idle timeout", Code.Unavailable)));
-      const st: AttemptState = { caughtUp: false, progress: false, resync: false, ended: false, opened: false };
+      const st: AttemptState = { caughtUp: false, progress: false, resync: false, ended: false, broken: false, opened: false };
       let error: ConnectError | undefined;
       let stream: AsyncIterator<SubscribeEventsResponse> | undefined;
       try {
@@ -270,6 +262,10 @@ export class Subscription implements AsyncIterable<StreamItem> {
           }
           if (st.ended || this.#boundReached()) {
             return;
+          }
+          if (st.broken) {
+            error = new ConnectError(`stream switched from epoch ${formatEpoch(this.#cursor.epoch)} to ${formatEpoch(res.instanceEpoch)} without a resync`, Code.Internal);
+            break;
           }
           idle.arm(this.#idleTimeoutMs);
         }
@@ -312,8 +308,12 @@ export class Subscription implements AsyncIterable<StreamItem> {
         return;
       case "progress":
       case "serverStatus":
-        if (this.#beyondBound(res.seq)) {
+        if (this.#beyondBound(res)) {
           st.ended = true;
+          return;
+        }
+        if (this.#switchedEpoch(res)) {
+          st.broken = true;
           return;
         }
         if (res.seq > this.#cursor.seq || res.instanceEpoch !== this.#cursor.epoch) {
@@ -355,14 +355,18 @@ export class Subscription implements AsyncIterable<StreamItem> {
     }
     const ms = Number(hb.seconds) * 1000 + hb.nanos / 1e6;
     if (ms > 0 && Number.isFinite(ms)) {
-      this.#idleTimeoutMs = Math.min(3 * ms + 1000, MAX_TIMER_MS);
+      this.#idleTimeoutMs = Math.min(IDLE.heartbeatMultiple * ms + IDLE.graceMs, MAX_TIMER_MS);
     }
   }
 
   *#commit(res: SubscribeEventsResponse, c: Commit, st: AttemptState): Generator<FactItem, void, undefined> {
     const seq = res.seq;
-    if (this.#beyondBound(seq)) {
+    if (this.#beyondBound(res)) {
       st.ended = true;
+      return;
+    }
+    if (this.#switchedEpoch(res)) {
+      st.broken = true;
       return;
     }
     const cur = this.#cursor;
@@ -449,9 +453,25 @@ export class Subscription implements AsyncIterable<StreamItem> {
     return u !== undefined && u > 0n && this.#cursor.seq >= u && this.#cursor.fact === 0;
   }
 
-  #beyondBound(seq: bigint): boolean {
+  /**
+   * #beyondBound handles a positioned response past the until bound
+   * (possible only when resuming inside commit u, which asks until u+1):
+   * everything up to u is covered, so the cursor moves to (u, 0).
+   */
+  #beyondBound(res: SubscribeEventsResponse): boolean {
     const u = this.#opts.untilSeq;
-    return u !== undefined && u > 0n && seq > u;
+    if (u === undefined || u === 0n || res.seq <= u) {
+      return false;
+    }
+    if (this.#cursor.epoch === res.instanceEpoch && this.#cursor.seq <= u) {
+      this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq: u, fact: 0 });
+    }
+    return true;
+  }
+
+  /** #switchedEpoch: a positioned response of another epoch than the (non-zero) cursor's, with no resync before it. */
+  #switchedEpoch(res: SubscribeEventsResponse): boolean {
+    return this.#cursor.seq !== 0n && res.instanceEpoch !== this.#cursor.epoch;
   }
 }
 
@@ -464,6 +484,8 @@ interface AttemptState {
   resync: boolean;
   /** A bound was reached: the iteration ends. */
   ended: boolean;
+  /** The stream switched epoch without a resync: drop it and reconnect with the cursor. */
+  broken: boolean;
   opened: boolean;
 }
 
@@ -552,9 +574,11 @@ class Watchdog {
   }
 }
 
+/** What the application chose; unset sends UNSPECIFIED (the server's default, RETAINED), as the Go client does. */
 function snapshotOf(s: SubscribeOptions["snapshot"]): Snapshot {
   switch (s) {
     case undefined:
+      return Snapshot.UNSPECIFIED;
     case "retained":
       return Snapshot.RETAINED;
     case "latest_per_key":
@@ -564,9 +588,11 @@ function snapshotOf(s: SubscribeOptions["snapshot"]): Snapshot {
   }
 }
 
+/** What the application chose; unset sends UNSPECIFIED (the server's default, RESYNC_TERMINAL), as the Go client does. */
 function onUnservableOf(s: SubscribeOptions["onUnservable"]): OnUnservable {
   switch (s) {
     case undefined:
+      return OnUnservable.UNSPECIFIED;
     case "resync_terminal":
       return OnUnservable.RESYNC_TERMINAL;
     case "snapshot_inline":
