@@ -1,9 +1,13 @@
 package hub
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // dedupe remembers publish receipts by idempotency key for a window of time,
-// holding at most limit keys (the oldest are forgotten first).
+// holding at most limit keys (the hub refuses new keys while it is full of
+// keys still inside their window, see full).
 //
 // Entries form a FIFO list by first use; expiry and the limit both trim the
 // front. dedupe does no locking: Hub.mu guards it.
@@ -36,7 +40,17 @@ func (d *dedupe) get(key string, now time.Time) (Receipt, bool) {
 	return e.receipt, true
 }
 
-// put records a receipt; the key must not be present.
+// room is how many new keys put can take without forgetting a key still
+// inside its window (call get first: it drops the expired ones).
+func (d *dedupe) room() int {
+	if d.limit <= 0 || d.window <= 0 {
+		return math.MaxInt // dedupe off: nothing to forget
+	}
+	return d.limit - len(d.byKey)
+}
+
+// put records a receipt; the key must not be present. At the limit it
+// forgets the oldest key: the hub calls room first and refuses instead.
 func (d *dedupe) put(key string, r Receipt, now time.Time) {
 	if d.limit <= 0 || d.window <= 0 {
 		return

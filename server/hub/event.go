@@ -1,8 +1,11 @@
 package hub
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -22,7 +25,21 @@ type Event struct {
 	resp *ringcastv1.SubscribeEventsResponse
 	// encoded caches resp in each Encoding, filled on first use.
 	encoded [numEncodings]atomic.Pointer[[]byte]
+	// size is resp's protobuf size, what the event costs the ring's byte
+	// budget before any encoding is cached.
+	size int64
+	// budget is the ring's byte count, set when the ring takes the event;
+	// cached encodings are added to it while the event is in the ring,
+	// and cap is the ring's bound.
+	budget *atomic.Int64
+	cap    int64
+	// cached is the bytes of the encodings cached on the event, or
+	// evictedMark once the ring has dropped it.
+	cached atomic.Int64
 }
+
+// evictedMark in Event.cached: the event has left the ring.
+const evictedMark = math.MinInt64
 
 // Encoding names a wire encoding of an event's shared response, cached on
 // the event (see Encoded).
@@ -42,6 +59,12 @@ const (
 // The event is immutable, so the bytes never go stale. Concurrent first
 // uses may each call marshal; one result is kept and returned from then on.
 // The returned bytes are shared and must not be modified.
+//
+// Cached encodings count against the ring's byte budget: an encoding is
+// cached only while the event is in the ring and the ring's bytes, with
+// it, stay within the bound; otherwise it is returned without being kept
+// (the caller still sends it, it is just encoded again on the next send).
+// When the ring drops the event, its encodings leave the budget with it.
 func (e *Event) Encoded(enc Encoding, marshal func(*ringcastv1.SubscribeEventsResponse) ([]byte, error)) ([]byte, error) {
 	slot := &e.encoded[enc]
 	if b := slot.Load(); b != nil {
@@ -51,11 +74,62 @@ func (e *Event) Encoded(enc Encoding, marshal func(*ringcastv1.SubscribeEventsRe
 	if err != nil {
 		return nil, err
 	}
+	if !e.reserve(int64(len(b))) {
+		return b, nil
+	}
 	if !slot.CompareAndSwap(nil, &b) {
+		e.release(int64(len(b)))
 		b = *slot.Load()
 	}
 	return b, nil
 }
+
+// reserve counts n more cached bytes against the ring's budget, or reports
+// false when the event is not in a ring or the budget has no room.
+func (e *Event) reserve(n int64) bool {
+	if e.budget == nil || e.budget.Load()+n > e.cap {
+		return false
+	}
+	for {
+		c := e.cached.Load()
+		if c == evictedMark {
+			return false
+		}
+		if e.cached.CompareAndSwap(c, c+n) {
+			e.budget.Add(n)
+			return true
+		}
+	}
+}
+
+// release returns n cached bytes reserved by a lost race.
+func (e *Event) release(n int64) {
+	for {
+		c := e.cached.Load()
+		if c == evictedMark {
+			return // evict took them off already
+		}
+		if e.cached.CompareAndSwap(c, c-n) {
+			e.budget.Add(-n)
+			return
+		}
+	}
+}
+
+// evict is called by the ring as it drops the event: the event's bytes,
+// cached encodings included, leave the budget, and no encoding is cached
+// on it from now on (a stream still sending it encodes it per send).
+func (e *Event) evict() {
+	c := e.cached.Swap(evictedMark)
+	e.budget.Add(-(e.size + c))
+	for i := range e.encoded {
+		e.encoded[i].Store(nil)
+	}
+}
+
+// Size is what the event costs the ring's byte budget, without cached
+// encodings: its response's protobuf size.
+func (e *Event) Size() int64 { return e.size }
 
 // Response is the shared, read-only response for this event.
 func (e *Event) Response() *ringcastv1.SubscribeEventsResponse { return e.resp }
@@ -67,7 +141,7 @@ func (e *Event) Commit() *ringcastv1.Commit { return e.resp.GetCommit() }
 func (e *Event) Status() *ringcastv1.ServerStatus { return e.resp.GetServerStatus() }
 
 func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact) *Event {
-	return &Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
+	return sized(&Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
 		Seq:           seq,
 		InstanceEpoch: epoch,
 		EventTime:     timestamppb.New(at),
@@ -75,16 +149,21 @@ func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact) *
 			Facts:     facts,
 			FactCount: uint32(len(facts)),
 		}},
-	}}
+	}})
 }
 
 func newStatusEvent(epoch, seq uint64, at time.Time, status *ringcastv1.ServerStatus) *Event {
-	return &Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
+	return sized(&Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
 		Seq:           seq,
 		InstanceEpoch: epoch,
 		EventTime:     timestamppb.New(at),
 		Event:         &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: status},
-	}}
+	}})
+}
+
+func sized(e *Event) *Event {
+	e.size = int64(proto.Size(e.resp))
+	return e
 }
 
 // commitResponse builds a per-stream response for a commit carrying only

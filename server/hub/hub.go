@@ -29,6 +29,12 @@ import (
 // ErrDraining is returned by Publish once the hub is draining or closed.
 var ErrDraining = errors.New("hub: draining, not accepting publishes")
 
+// ErrDedupeFull is returned by Publish for a new idempotency key while the
+// dedupe table is full of keys still inside their window: appending the
+// commit without remembering its key would break the key's promise (a
+// retry would be appended again), so the publish is refused instead.
+var ErrDedupeFull = errors.New("hub: every remembered idempotency key is still inside the dedupe window; retry later")
+
 // Config configures a Hub. Zero fields take the defaults documented on
 // them, applied once by WithDefaults (package app embeds Config, so these
 // are also the server's defaults).
@@ -43,8 +49,21 @@ type Config struct {
 	Lease time.Duration
 	// LeaseJitter is the relative lease jitter. Default 0.1 (±10%).
 	LeaseJitter float64
+	// MaxRingBytes bounds the ring's bytes (events' protobuf size plus
+	// their cached encodings): past it the oldest events are dropped even
+	// when fewer than Window are held. Default 256 MiB.
+	MaxRingBytes int64
 	// StateKeys bounds the latest-per-key table. Default 65,536.
 	StateKeys int
+	// MaxStateBytes bounds the bytes of the facts the latest-per-key table
+	// holds (their protobuf size). Default 64 MiB.
+	MaxStateBytes int64
+	// MaxFactBytes is the largest fact Publish accepts (its protobuf
+	// size). Default 64 KiB.
+	MaxFactBytes int
+	// MaxDataDepth is the deepest nesting of objects and arrays Publish
+	// accepts in a fact's data (the data object is level 1). Default 32.
+	MaxDataDepth int
 	// DedupeWindow is how long an idempotency key is remembered. Default 10m.
 	DedupeWindow time.Duration
 	// DedupeKeys bounds the remembered idempotency keys. Default 65,536.
@@ -91,8 +110,20 @@ func (c Config) WithDefaults() Config {
 	if c.LeaseJitter <= 0 || c.LeaseJitter >= 1 {
 		c.LeaseJitter = 0.1
 	}
+	if c.MaxRingBytes == 0 {
+		c.MaxRingBytes = 256 << 20
+	}
 	if c.StateKeys == 0 {
 		c.StateKeys = 65536
+	}
+	if c.MaxStateBytes == 0 {
+		c.MaxStateBytes = 64 << 20
+	}
+	if c.MaxFactBytes == 0 {
+		c.MaxFactBytes = 64 << 10
+	}
+	if c.MaxDataDepth == 0 {
+		c.MaxDataDepth = 32
 	}
 	if c.DedupeWindow == 0 {
 		c.DedupeWindow = 10 * time.Minute
@@ -136,6 +167,21 @@ func (c Config) Validate() error {
 	if c.StateKeys < 1 || c.StateKeys > 1<<24 {
 		errs = append(errs, errors.New("state-keys must be between 1 and 16777216"))
 	}
+	if c.MaxRingBytes < 1<<20 {
+		errs = append(errs, errors.New("max-ring-bytes must be at least 1048576 (1 MiB)"))
+	}
+	if c.MaxStateBytes < 1<<20 {
+		errs = append(errs, errors.New("max-state-bytes must be at least 1048576 (1 MiB)"))
+	}
+	if c.MaxFactBytes < 1024 || c.MaxFactBytes > c.MaxRequestBytes {
+		errs = append(errs, errors.New("max-fact-bytes must be between 1024 and max-request-bytes"))
+	}
+	if c.MaxFactBytes > 0 && int64(c.MaxFactBytes) > c.MaxRingBytes {
+		errs = append(errs, errors.New("max-fact-bytes must not exceed max-ring-bytes"))
+	}
+	if c.MaxDataDepth < 1 || c.MaxDataDepth > 100 {
+		errs = append(errs, errors.New("max-data-depth must be between 1 and 100 (protobuf decoders stop at 100 levels of JSON objects)"))
+	}
 	if c.MaxRequestBytes < 1024 || c.MaxRequestBytes > 1<<30 {
 		errs = append(errs, errors.New("max-request-bytes must be between 1024 and 1073741824"))
 	}
@@ -160,7 +206,7 @@ type Hub struct {
 
 	mu sync.RWMutex
 	// Guarded by mu.
-	ring   ring
+	ring   *ring
 	state  ringcastv1.ServerState
 	keys   *stateTable
 	dedupe *dedupe
@@ -178,6 +224,8 @@ type Hub struct {
 	subscribers atomic.Int64
 	writing     atomic.Int64       // streams inside a batch write (the notifier's overload signal)
 	stopFollow  context.CancelFunc // nil: memory store
+	// dedupeRefused counts publishes refused with ErrDedupeFull.
+	dedupeRefused atomic.Uint64
 }
 
 // New validates cfg, mints an epoch, publishes the bind-time ServerStatus
@@ -195,7 +243,7 @@ func New(cfg Config) (*Hub, error) {
 		boot:   time.Now(),
 		log:    cfg.Log,
 		state:  ringcastv1.ServerState_SERVER_STATE_SERVING,
-		keys:   newStateTable(cfg.StateKeys),
+		keys:   newStateTable(cfg.StateKeys, cfg.MaxStateBytes),
 		dedupe: newDedupe(cfg.DedupeWindow, cfg.DedupeKeys),
 		wake:   make(chan struct{}),
 		kick:   make(chan struct{}, 1),
@@ -209,7 +257,7 @@ func New(cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	h.epoch = epoch
-	h.ring = newRing(cfg.Window)
+	h.ring = newRing(cfg.Window, cfg.MaxRingBytes)
 	h.mu.Lock()
 	h.publishStatusLocked(h.boot)
 	h.mu.Unlock()
@@ -262,6 +310,19 @@ func (h *Hub) StateEvictions() uint64 {
 	return h.keys.evicted
 }
 
+// DedupeRefusals is how many publishes were refused with ErrDedupeFull.
+func (h *Hub) DedupeRefusals() uint64 { return h.dedupeRefused.Load() }
+
+// RingBytes is the bytes the ring holds now, cached encodings included.
+func (h *Hub) RingBytes() int64 { return h.ring.bytes.Load() }
+
+// StateBytes is the bytes of the facts the latest-per-key table holds.
+func (h *Hub) StateBytes() int64 {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.keys.bytes
+}
+
 // Status describes the hub now (head, oldest and state are current).
 func (h *Hub) Status() *ringcastv1.ServerStatus {
 	h.mu.RLock()
@@ -279,6 +340,7 @@ func (h *Hub) statusLocked() *ringcastv1.ServerStatus {
 		Window:        uint32(h.cfg.Window),
 		HeadSeq:       head,
 		OldestSeq:     oldest,
+		RingBytes:     uint64(max(h.ring.bytes.Load(), 0)),
 		Limits: &ringcastv1.Limits{
 			MaxFactsPerCommit: maxFactsPerCommit,
 			MaxTopics:         maxTopics,
@@ -287,29 +349,36 @@ func (h *Hub) statusLocked() *ringcastv1.ServerStatus {
 			Lease:             durationpb.New(max(h.cfg.Lease, 0)),
 			MaxStateKeys:      uint32(h.cfg.StateKeys),
 			DedupeWindow:      durationpb.New(max(h.cfg.DedupeWindow, 0)),
+			MaxFactBytes:      uint32(h.cfg.MaxFactBytes),
+			MaxDataDepth:      uint32(h.cfg.MaxDataDepth),
+			MaxRingBytes:      uint64(h.cfg.MaxRingBytes),
+			MaxStateBytes:     uint64(h.cfg.MaxStateBytes),
 		},
 	}
 }
 
 // publishStatusLocked appends a ServerStatus event describing the hub as it
-// will be once the event is in the ring.
+// is once the event is in the ring. No stream sees the event before the
+// lock is released, so its bounds are filled in after the push.
 func (h *Hub) publishStatusLocked(at time.Time) {
 	seq := h.ring.head + 1
 	st := h.statusLocked()
 	st.HeadSeq = seq
-	if seq > h.ring.capacity() {
-		st.OldestSeq = seq - h.ring.capacity() + 1
-	}
 	ev := newStatusEvent(h.epoch, seq, at, st)
 	h.ring.push(ev)
+	st.OldestSeq = h.ring.oldest()
+	st.RingBytes = uint64(max(h.ring.bytes.Load(), 0))
 	h.latest = ev
 }
 
 // Publish appends one commit holding facts and returns its receipt. The hub
 // takes ownership of facts (it sets each Index) and never modifies them
 // afterwards; the caller must not use them again. Facts are validated at the
-// RPC edge. An idempotencyKey seen within the dedupe window returns the
-// original receipt with Duplicate set and appends nothing.
+// RPC edge; Publish itself refuses, with an error wrapping ErrInvalidFact,
+// facts that could not be delivered to every subscriber (see checkFacts).
+// An idempotencyKey seen within the dedupe window returns the original
+// receipt with Duplicate set and appends nothing; a new one while the
+// dedupe table is full of live keys is refused with ErrDedupeFull.
 func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
 	return h.PublishContext(context.Background(), facts, idempotencyKey)
 }
@@ -319,6 +388,9 @@ func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt,
 // acknowledged the commit (and this hub holds it, unless ctx ends first); a
 // Log that fails yields an error wrapping ErrUnavailable.
 func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
+	if err := checkFacts(facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
+		return Receipt{}, err
+	}
 	if h.log != nil {
 		for i, f := range facts {
 			f.Index = uint32(i)

@@ -25,7 +25,7 @@ func (h *Hub) startLog() error {
 	if last >= first && last-first+1 > uint64(h.cfg.Rebuild) {
 		from = last - uint64(h.cfg.Rebuild) + 1
 	}
-	h.ring = newRingAfter(h.cfg.Window, from-1)
+	h.ring = newRingAfter(h.cfg.Window, h.cfg.MaxRingBytes, from-1)
 	h.logFirst = first
 	h.notifierWG.Add(3)
 	go h.notify()

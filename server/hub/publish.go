@@ -38,11 +38,19 @@ type BatchLog interface {
 // the commits before it in the same batch: a repeated key gets the earlier
 // commit's receipt with Duplicate set. A batch that is all duplicates
 // succeeds even while draining. The hub takes ownership of the facts, as
-// Publish does. Facts are validated at the RPC edge.
+// Publish does. Facts are validated at the RPC edge, and refused here as in
+// Publish (ErrInvalidFact, naming the commit) when some face could not carry
+// them; new keys that the dedupe table has no room for refuse the whole
+// batch with ErrDedupeFull.
 //
 // With a Log, the Log numbers and deduplicates the commits (see BatchLog);
 // ctx bounds the wait for its acknowledgement, as in PublishContext.
 func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, error) {
+	for i, c := range commits {
+		if err := checkFacts(c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
+			return nil, fmt.Errorf("commits[%d]: %w", i, err)
+		}
+	}
 	if h.log != nil {
 		return h.publishBatchLog(ctx, commits)
 	}
@@ -64,7 +72,7 @@ func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 	now := time.Now()
 	// Check everything before appending anything. dup[i] >= 0 names the
 	// earlier commit of this batch whose key commit i repeats.
-	fresh := 0
+	fresh, newKeys := 0, 0
 	var dup []int
 	var keys map[string]int // first commit of this batch with each key
 	for i, c := range commits {
@@ -96,11 +104,18 @@ func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 			keys[c.IdempotencyKey] = i
 		}
 		fresh++
+		newKeys++
 	}
 	if fresh > 0 && h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
 		h.mu.Unlock()
 		clear(receipts)
 		return ErrDraining
+	}
+	if newKeys > h.dedupe.room() {
+		h.mu.Unlock()
+		clear(receipts)
+		h.dedupeRefused.Add(1)
+		return ErrDedupeFull
 	}
 	for i, c := range commits {
 		switch {

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
 // TestRingMatchesReferenceSliceAcrossWrapAround appends far past the
@@ -11,7 +13,7 @@ import (
 // slice of everything appended: same bounds, same events, nil outside.
 func TestRingMatchesReferenceSliceAcrossWrapAround(t *testing.T) {
 	for _, capacity := range []int{1, 2, 3, 7, 64} {
-		r := newRing(capacity)
+		r := newRing(capacity, 1<<40)
 		var ref []*Event
 		if r.oldest() != 1 || r.head != 0 || r.get(1) != nil {
 			t.Fatalf("cap %d: empty ring has oldest %d head %d", capacity, r.oldest(), r.head)
@@ -54,6 +56,71 @@ func TestRingRejectsOutOfOrderPush(t *testing.T) {
 			t.Fatal("push of seq 3 onto an empty ring did not panic")
 		}
 	}()
-	r := newRing(4)
+	r := newRing(4, 1<<40)
 	r.push(&Event{Seq: 3})
+}
+
+// sizedEvent is a commit event of about n bytes.
+func sizedEvent(seq uint64, n int) *Event {
+	f := &ringcastv1.Fact{Topic: "a", Type: "t", Payload: &ringcastv1.Fact_BinaryData{BinaryData: make([]byte, n)}}
+	return newCommitEvent(1, seq, time.Unix(int64(seq), 0), []*ringcastv1.Fact{f})
+}
+
+// TestRingDropsOldestWhenBytesExceedTheBound: the ring holds fewer than
+// its count when its bytes would exceed the bound, always keeps the newest
+// event, and its byte count is exactly the sum of what it holds.
+func TestRingDropsOldestWhenBytesExceedTheBound(t *testing.T) {
+	r := newRing(100, 10_000)
+	for seq := uint64(1); seq <= 50; seq++ {
+		r.push(sizedEvent(seq, 900+int(seq%7)*100))
+		var sum int64
+		for s := r.oldest(); s <= r.head; s++ {
+			sum += r.get(s).Size()
+		}
+		if got := r.bytes.Load(); got != sum || got > 10_000 {
+			t.Fatalf("after %d: bytes %d, held events sum to %d, bound 10000", seq, got, sum)
+		}
+	}
+	if n := r.head - r.oldest() + 1; n < 6 || n > 11 {
+		t.Fatalf("holds %d events of ~1 KB under a 10 KB bound", n)
+	}
+	r.push(sizedEvent(51, 50_000)) // larger than the bound: kept alone
+	if r.oldest() != 51 || r.head != 51 {
+		t.Fatalf("after an event over the bound: [%d, %d], want [51, 51]", r.oldest(), r.head)
+	}
+}
+
+// TestCachedEncodingsCountAgainstTheRingBudget: an encoding is cached only
+// while it fits the ring's bound, counts in the ring's bytes, and leaves
+// them when the ring drops the event; a dropped event caches nothing.
+func TestCachedEncodingsCountAgainstTheRingBudget(t *testing.T) {
+	r := newRing(100, 5_000)
+	ev := sizedEvent(1, 1000)
+	r.push(ev)
+	base := r.bytes.Load()
+	enc := func(n int) func(*ringcastv1.SubscribeEventsResponse) ([]byte, error) {
+		return func(*ringcastv1.SubscribeEventsResponse) ([]byte, error) { return make([]byte, n), nil }
+	}
+	if b, _ := ev.Encoded(EncodingProto, enc(1500)); len(b) != 1500 || r.bytes.Load() != base+1500 {
+		t.Fatalf("cached 1500 bytes: ring bytes %d, want %d", r.bytes.Load(), base+1500)
+	}
+	if b, _ := ev.Encoded(EncodingJSON, enc(4000)); len(b) != 4000 || ev.encoded[EncodingJSON].Load() != nil || r.bytes.Load() != base+1500 {
+		t.Fatalf("an encoding over the bound was cached (ring bytes %d)", r.bytes.Load())
+	}
+	for seq := uint64(2); seq <= 5; seq++ {
+		r.push(sizedEvent(seq, 1000))
+	}
+	if r.oldest() == 1 {
+		t.Fatal("the event with a cached encoding was not dropped first")
+	}
+	var sum int64
+	for s := r.oldest(); s <= r.head; s++ {
+		sum += r.get(s).Size()
+	}
+	if r.bytes.Load() != sum {
+		t.Fatalf("after dropping it: ring bytes %d, want %d", r.bytes.Load(), sum)
+	}
+	if _, _ = ev.Encoded(EncodingSSE, enc(10)); ev.encoded[EncodingSSE].Load() != nil || ev.encoded[EncodingProto].Load() != nil {
+		t.Fatal("a dropped event keeps or caches encodings")
+	}
 }

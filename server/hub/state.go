@@ -3,6 +3,8 @@ package hub
 import (
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
@@ -10,14 +12,19 @@ import (
 // that key: the source of SNAPSHOT_LATEST_PER_KEY.
 //
 // Entries form a list ordered by last update (seq, then fact index), so a
-// snapshot is a walk from front to back, already in seq order. At the key
-// limit the least recently updated key is evicted (counted in evicted): a
-// snapshot then lacks keys that have not been updated for the longest time.
+// snapshot is a walk from front to back, already in seq order. Past the key
+// limit or the byte limit (the facts' protobuf size; the table may hold a
+// fact long after the ring dropped it), the least recently updated keys are
+// evicted (counted in evicted, which every LATEST_PER_KEY snapshot reports
+// in its CaughtUp): a snapshot then lacks keys that have not been updated
+// for the longest time. The most recently updated key is always kept.
 //
 // stateTable does no locking: Hub.mu guards it.
 type stateTable struct {
-	limit   int
-	byKey   map[string]*stateEntry
+	limit    int
+	maxBytes int64
+	bytes    int64
+	byKey    map[string]*stateEntry
 	front   *stateEntry // least recently updated
 	back    *stateEntry // most recently updated
 	evicted uint64
@@ -28,12 +35,13 @@ type stateEntry struct {
 	seq        uint64
 	at         time.Time
 	factCount  uint32
+	size       int64
 	fact       *ringcastv1.Fact // shared with the ring's event: read-only
 	prev, next *stateEntry
 }
 
-func newStateTable(limit int) *stateTable {
-	return &stateTable{limit: limit, byKey: make(map[string]*stateEntry)}
+func newStateTable(limit int, maxBytes int64) *stateTable {
+	return &stateTable{limit: limit, maxBytes: maxBytes, byKey: make(map[string]*stateEntry)}
 }
 
 // apply records the keyed facts of a commit; call it in seq order.
@@ -46,19 +54,27 @@ func (t *stateTable) apply(ev *Event) {
 		e := t.byKey[f.Key]
 		if e != nil {
 			t.unlink(e)
+			t.bytes -= e.size
 		} else {
-			if len(t.byKey) >= t.limit {
-				old := t.front
-				t.unlink(old)
-				delete(t.byKey, old.key)
-				t.evicted++
-			}
 			e = &stateEntry{key: f.Key}
 			t.byKey[f.Key] = e
 		}
 		e.seq, e.at, e.factCount, e.fact = ev.Seq, ev.Time, c.FactCount, f
+		e.size = int64(proto.Size(f))
+		t.bytes += e.size
 		t.pushBack(e)
+		for t.front != e && (len(t.byKey) > t.limit || t.bytes > t.maxBytes) {
+			t.evictFront()
+		}
 	}
+}
+
+func (t *stateTable) evictFront() {
+	old := t.front
+	t.unlink(old)
+	delete(t.byKey, old.key)
+	t.bytes -= old.size
+	t.evicted++
 }
 
 func (t *stateTable) unlink(e *stateEntry) {

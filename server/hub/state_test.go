@@ -16,7 +16,7 @@ func keyed(seq uint64, keys ...string) *Event {
 }
 
 func TestStateTableKeepsLatestPerKeyInSeqOrderAndEvictsLeastRecent(t *testing.T) {
-	st := newStateTable(3)
+	st := newStateTable(3, 1<<30)
 	st.apply(keyed(1, "a", "b", ""))
 	st.apply(keyed(2, "c"))
 	st.apply(keyed(3, "a", "a")) // the later fact of one commit wins
@@ -61,5 +61,41 @@ func TestDedupeForgetsAfterWindowAndBeyondLimit(t *testing.T) {
 	}
 	if r, ok := d.get("c", now.Add(61*time.Second)); !ok || r.Seq != 3 {
 		t.Fatalf("c within its window: %v %v", r, ok)
+	}
+}
+
+// TestStateTableEvictsLeastRecentlyUpdatedByBytes: past the byte bound the
+// least recently updated keys go (counted), the table's bytes are the sum
+// of its facts, and the newest key is kept even when over the bound alone.
+func TestStateTableEvictsLeastRecentlyUpdatedByBytes(t *testing.T) {
+	big := func(seq uint64, key string, n int) *Event {
+		f := &ringcastv1.Fact{Topic: "t", Type: "x", Key: key, Payload: &ringcastv1.Fact_BinaryData{BinaryData: make([]byte, n)}}
+		return newCommitEvent(1, seq, time.Unix(int64(seq), 0), []*ringcastv1.Fact{f})
+	}
+	st := newStateTable(1000, 3500)
+	st.apply(big(1, "a", 1000))
+	st.apply(big(2, "b", 1000))
+	st.apply(big(3, "c", 1000))
+	st.apply(big(4, "a", 1000)) // a updated: b is now the least recent
+	st.apply(big(5, "d", 1000)) // over 3500: b goes
+	keys := func() (ks []string) {
+		for _, f := range st.collect(nil, func(string) bool { return true }) {
+			ks = append(ks, f.fact.Key)
+		}
+		return ks
+	}
+	if got := keys(); len(got) != 3 || got[0] != "c" || got[1] != "a" || got[2] != "d" || st.evicted != 1 {
+		t.Fatalf("keys %v evicted %d, want [c a d] and 1", got, st.evicted)
+	}
+	var sum int64
+	for _, e := range st.byKey {
+		sum += e.size
+	}
+	if st.bytes != sum || st.bytes > 3500 {
+		t.Fatalf("bytes %d, facts sum to %d", st.bytes, sum)
+	}
+	st.apply(big(6, "e", 10_000))
+	if got := keys(); len(got) != 1 || got[0] != "e" || st.evicted != 4 {
+		t.Fatalf("after a fact over the bound: %v evicted %d", got, st.evicted)
 	}
 }

@@ -100,6 +100,9 @@ type stream struct {
 	// target is the position to cover before sending CaughtUp.
 	target   uint64
 	caughtUp bool
+	// evictedKeys is what the latest-per-key table had evicted when a
+	// LATEST_PER_KEY snapshot was taken (CaughtUp.snapshot_evicted_keys).
+	evictedKeys uint64
 
 	lastSend     time.Time
 	leaseEnd     time.Time // zero: no lease
@@ -205,6 +208,7 @@ func (s *stream) snapshot() error {
 	}
 	h.mu.RLock()
 	facts := h.keys.collect(nil, keep)
+	s.evictedKeys = h.keys.evicted
 	status := h.latest // nil with a Log: replicaStatus sent it unpositioned
 	head := h.ring.head
 	headAt := h.eventTimeLocked(head)
@@ -303,7 +307,7 @@ func (s *stream) checkCaughtUp() error {
 		if err := s.progressIf(true); err != nil {
 			return err
 		}
-		cu := &ringcastv1.CaughtUp{HeadSeq: covered, HeartbeatInterval: durationpb.New(s.h.cfg.Heartbeat)}
+		cu := &ringcastv1.CaughtUp{HeadSeq: covered, HeartbeatInterval: durationpb.New(s.h.cfg.Heartbeat), SnapshotEvictedKeys: s.evictedKeys}
 		if err := s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_CaughtUp{CaughtUp: cu}}); err != nil {
 			return err
 		}

@@ -197,12 +197,15 @@ func TestReaderThatStopsReadingIsCutWithoutSlowingOthers(t *testing.T) {
 		stuck.until(isCaughtUp)
 		healthy := subscribe(t, srv.Client(p), &ringcastv1.SubscribeEventsRequest{})
 		healthy.until(isCaughtUp)
-		big := randomBytes(256 << 10)
+		big := randomBytes(60 << 10) // under max-fact-bytes
 		var last uint64
-		for range 48 { // 12 MiB: more than the stuck reader's buffers hold
-			f := fact("a/b", "", 0)
-			f.Payload = &ringcastv1.Fact_BinaryData{BinaryData: big}
-			last = publish(t, c, f)
+		for range 48 { // 11 MiB: more than the stuck reader's buffers hold
+			facts := make([]*ringcastv1.Fact, 4)
+			for i := range facts {
+				facts[i] = fact("a/b", "", 0)
+				facts[i].Payload = &ringcastv1.Fact_BinaryData{BinaryData: big}
+			}
+			last = publish(t, c, facts...)
 			if m := healthy.next(); m.Seq != last {
 				t.Fatalf("healthy subscriber got %v, want %d", m.Seq, last)
 			}

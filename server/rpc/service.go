@@ -82,9 +82,6 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
 		return nil, connect.NewError(connect.CodePermissionDenied, err)
 	}
-	if err := checkFinite(req.Msg.GetFacts()); err != nil {
-		return nil, connect.NewError(connect.CodeInvalidArgument, err)
-	}
 	r, err := s.hub.PublishContext(ctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
 	if err != nil {
 		return nil, publishError(err)
@@ -93,17 +90,14 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 }
 
 // PublishBatch appends several commits in order, all or none (see
-// hub.PublishBatch). The validation interceptor has checked every commit;
-// non-finite numbers are checked here, for all of them before any append.
+// hub.PublishBatch). The validation interceptor has checked every commit's
+// shape; the hub checks that every fact is deliverable before any append.
 func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcastv1.PublishBatchRequest]) (*connect.Response[ringcastv1.PublishBatchResponse], error) {
 	in := req.Msg.GetCommits()
 	commits := make([]hub.Commit, len(in))
 	for i, c := range in {
 		if err := auth.CheckPublish(ctx, c.GetFacts()); err != nil {
 			return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("commits[%d].%w", i, err))
-		}
-		if err := checkFinite(c.GetFacts()); err != nil {
-			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("commits[%d].%w", i, err))
 		}
 		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey()}
 	}
@@ -121,6 +115,10 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 // publishError maps a hub publish error to its RPC code.
 func publishError(err error) error {
 	switch {
+	case errors.Is(err, hub.ErrInvalidFact):
+		return connect.NewError(connect.CodeInvalidArgument, err)
+	case errors.Is(err, hub.ErrDedupeFull):
+		return connect.NewError(connect.CodeResourceExhausted, err)
 	case errors.Is(err, hub.ErrDraining), errors.Is(err, hub.ErrUnavailable):
 		return connect.NewError(connect.CodeUnavailable, err)
 	case errors.Is(err, hub.ErrBatchUnsupported):

@@ -812,8 +812,13 @@ type CaughtUp struct {
 	// The stream sends something (a heartbeat at least) at least this often:
 	// a client may take a silence of a few intervals for a dead connection.
 	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// SNAPSHOT_LATEST_PER_KEY only: how many keys the server's latest-per-key
+	// table has evicted since boot (it is bounded by key count and bytes).
+	// 0 = the snapshot held every key ever published; > 0 = keys that were
+	// not updated for the longest time may be missing from it.
+	SnapshotEvictedKeys uint64 `protobuf:"varint,3,opt,name=snapshot_evicted_keys,json=snapshotEvictedKeys,proto3" json:"snapshot_evicted_keys,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *CaughtUp) Reset() {
@@ -858,6 +863,13 @@ func (x *CaughtUp) GetHeartbeatInterval() *durationpb.Duration {
 		return x.HeartbeatInterval
 	}
 	return nil
+}
+
+func (x *CaughtUp) GetSnapshotEvictedKeys() uint64 {
+	if x != nil {
+		return x.SnapshotEvictedKeys
+	}
+	return 0
 }
 
 // Heartbeat keeps an idle stream alive and reports the window.
@@ -1065,10 +1077,14 @@ type ServerStatus struct {
 	ServerVersion string                 `protobuf:"bytes,3,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
 	State         ServerState            `protobuf:"varint,4,opt,name=state,proto3,enum=ringcast.v1.ServerState" json:"state,omitempty"`
 	// The window W: how many positioned events the ring retains.
-	Window        uint32  `protobuf:"varint,5,opt,name=window,proto3" json:"window,omitempty"`
-	HeadSeq       uint64  `protobuf:"varint,6,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
-	OldestSeq     uint64  `protobuf:"varint,7,opt,name=oldest_seq,json=oldestSeq,proto3" json:"oldest_seq,omitempty"`
-	Limits        *Limits `protobuf:"bytes,8,opt,name=limits,proto3" json:"limits,omitempty"`
+	Window    uint32  `protobuf:"varint,5,opt,name=window,proto3" json:"window,omitempty"`
+	HeadSeq   uint64  `protobuf:"varint,6,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	OldestSeq uint64  `protobuf:"varint,7,opt,name=oldest_seq,json=oldestSeq,proto3" json:"oldest_seq,omitempty"`
+	Limits    *Limits `protobuf:"bytes,8,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Bytes the ring holds now (encoded events). The ring drops its oldest
+	// events when either `window` events or `limits.max_ring_bytes` would be
+	// exceeded, so the effective window is [oldest_seq, head_seq].
+	RingBytes     uint64 `protobuf:"varint,9,opt,name=ring_bytes,json=ringBytes,proto3" json:"ring_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1159,6 +1175,13 @@ func (x *ServerStatus) GetLimits() *Limits {
 	return nil
 }
 
+func (x *ServerStatus) GetRingBytes() uint64 {
+	if x != nil {
+		return x.RingBytes
+	}
+	return 0
+}
+
 // Limits a client must respect (and timings it can rely on).
 type Limits struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -1173,7 +1196,16 @@ type Limits struct {
 	// Keys tracked for SNAPSHOT_LATEST_PER_KEY.
 	MaxStateKeys uint32 `protobuf:"varint,6,opt,name=max_state_keys,json=maxStateKeys,proto3" json:"max_state_keys,omitempty"`
 	// How long an idempotency_key is remembered.
-	DedupeWindow  *durationpb.Duration `protobuf:"bytes,7,opt,name=dedupe_window,json=dedupeWindow,proto3" json:"dedupe_window,omitempty"`
+	DedupeWindow *durationpb.Duration `protobuf:"bytes,7,opt,name=dedupe_window,json=dedupeWindow,proto3" json:"dedupe_window,omitempty"`
+	// Largest accepted fact, in bytes of its protobuf encoding.
+	MaxFactBytes uint32 `protobuf:"varint,8,opt,name=max_fact_bytes,json=maxFactBytes,proto3" json:"max_fact_bytes,omitempty"`
+	// Deepest accepted nesting of objects and arrays in a fact's data (the
+	// data object itself is level 1).
+	MaxDataDepth uint32 `protobuf:"varint,9,opt,name=max_data_depth,json=maxDataDepth,proto3" json:"max_data_depth,omitempty"`
+	// Bytes the ring may hold before it drops its oldest events.
+	MaxRingBytes uint64 `protobuf:"varint,10,opt,name=max_ring_bytes,json=maxRingBytes,proto3" json:"max_ring_bytes,omitempty"`
+	// Bytes the latest-per-key table may hold before it evicts keys.
+	MaxStateBytes uint64 `protobuf:"varint,11,opt,name=max_state_bytes,json=maxStateBytes,proto3" json:"max_state_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1255,6 +1287,34 @@ func (x *Limits) GetDedupeWindow() *durationpb.Duration {
 		return x.DedupeWindow
 	}
 	return nil
+}
+
+func (x *Limits) GetMaxFactBytes() uint32 {
+	if x != nil {
+		return x.MaxFactBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxDataDepth() uint32 {
+	if x != nil {
+		return x.MaxDataDepth
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxRingBytes() uint64 {
+	if x != nil {
+		return x.MaxRingBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxStateBytes() uint64 {
+	if x != nil {
+		return x.MaxStateBytes
+	}
+	return 0
 }
 
 type PublishRequest struct {
@@ -1613,10 +1673,11 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\fcontent_type\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\vcontentTypeB\t\n" +
 	"\apayload\"\n" +
 	"\n" +
-	"\bProgress\"o\n" +
+	"\bProgress\"\xa3\x01\n" +
 	"\bCaughtUp\x12\x19\n" +
 	"\bhead_seq\x18\x01 \x01(\x04R\aheadSeq\x12H\n" +
-	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\"E\n" +
+	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x122\n" +
+	"\x15snapshot_evicted_keys\x18\x03 \x01(\x04R\x13snapshotEvictedKeys\"E\n" +
 	"\tHeartbeat\x12\x19\n" +
 	"\bhead_seq\x18\x01 \x01(\x04R\aheadSeq\x12\x1d\n" +
 	"\n" +
@@ -1632,7 +1693,7 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\rrequested_seq\x18\x02 \x01(\x04R\frequestedSeq\x12\x1d\n" +
 	"\n" +
 	"oldest_seq\x18\x03 \x01(\x04R\toldestSeq\x12\x19\n" +
-	"\bhead_seq\x18\x04 \x01(\x04R\aheadSeq\"\xc4\x02\n" +
+	"\bhead_seq\x18\x04 \x01(\x04R\aheadSeq\"\xe3\x02\n" +
 	"\fServerStatus\x12%\n" +
 	"\x0einstance_epoch\x18\x01 \x01(\x06R\rinstanceEpoch\x127\n" +
 	"\tboot_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bbootTime\x12%\n" +
@@ -1642,7 +1703,9 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\bhead_seq\x18\x06 \x01(\x04R\aheadSeq\x12\x1d\n" +
 	"\n" +
 	"oldest_seq\x18\a \x01(\x04R\toldestSeq\x12+\n" +
-	"\x06limits\x18\b \x01(\v2\x13.ringcast.v1.LimitsR\x06limits\"\xe5\x02\n" +
+	"\x06limits\x18\b \x01(\v2\x13.ringcast.v1.LimitsR\x06limits\x12\x1d\n" +
+	"\n" +
+	"ring_bytes\x18\t \x01(\x04R\tringBytes\"\xff\x03\n" +
 	"\x06Limits\x12/\n" +
 	"\x14max_facts_per_commit\x18\x01 \x01(\rR\x11maxFactsPerCommit\x12\x1d\n" +
 	"\n" +
@@ -1651,7 +1714,12 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\x12heartbeat_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12/\n" +
 	"\x05lease\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x05lease\x12$\n" +
 	"\x0emax_state_keys\x18\x06 \x01(\rR\fmaxStateKeys\x12>\n" +
-	"\rdedupe_window\x18\a \x01(\v2\x19.google.protobuf.DurationR\fdedupeWindow\"y\n" +
+	"\rdedupe_window\x18\a \x01(\v2\x19.google.protobuf.DurationR\fdedupeWindow\x12$\n" +
+	"\x0emax_fact_bytes\x18\b \x01(\rR\fmaxFactBytes\x12$\n" +
+	"\x0emax_data_depth\x18\t \x01(\rR\fmaxDataDepth\x12$\n" +
+	"\x0emax_ring_bytes\x18\n" +
+	" \x01(\x04R\fmaxRingBytes\x12&\n" +
+	"\x0fmax_state_bytes\x18\v \x01(\x04R\rmaxStateBytes\"y\n" +
 	"\x0ePublishRequest\x124\n" +
 	"\x05facts\x18\x01 \x03(\v2\x11.ringcast.v1.FactB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\x02R\x05facts\x121\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\"\xa3\x01\n" +

@@ -1,0 +1,75 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// ErrInvalidFact is wrapped by the error Publish returns for a fact that
+// could not be delivered to every subscriber (see checkFacts). The RPC edge
+// answers it with invalid_argument.
+var ErrInvalidFact = errors.New("invalid fact")
+
+// checkFacts refuses facts that some face or client could not carry. Every
+// fact the hub accepts must encode as protobuf, Connect JSON and SSE JSON
+// and decode with every client's default codec, for as long as it stays in
+// the ring or the latest-per-key table; one fact that does not would break
+// every subscriber that reaches it. So a fact is refused when:
+//
+//   - its protobuf encoding exceeds maxBytes (a fact is also a unit of the
+//     ring's and the table's byte budgets);
+//   - its data nests objects and arrays deeper than maxDepth levels (the
+//     data object itself is level 1): protobuf decoders stop at a recursion
+//     limit, and each JSON level costs several protobuf levels;
+//   - its data holds NaN or ±Inf, which JSON cannot carry.
+//
+// The error names the fact's index and the limit.
+func checkFacts(facts []*ringcastv1.Fact, maxBytes, maxDepth int) error {
+	for i, f := range facts {
+		if n := proto.Size(f); n > maxBytes {
+			return fmt.Errorf("%w: facts[%d] is %d bytes encoded, over the limit of %d bytes (max-fact-bytes)", ErrInvalidFact, i, n, maxBytes)
+		}
+		if d := f.GetData(); d != nil {
+			if path, why := checkValue(structpb.NewStructValue(d), "data", 1, maxDepth); why != "" {
+				return fmt.Errorf("%w: facts[%d].%s: %s", ErrInvalidFact, i, path, why)
+			}
+		}
+	}
+	return nil
+}
+
+// checkValue walks v (at nesting level depth) and returns the path of the
+// first value that breaks a rule, with the reason.
+func checkValue(v *structpb.Value, path string, depth, maxDepth int) (string, string) {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		if math.IsNaN(k.NumberValue) || math.IsInf(k.NumberValue, 0) {
+			return path, "numbers must be finite (JSON has no NaN or Infinity)"
+		}
+	case *structpb.Value_StructValue:
+		if depth > maxDepth {
+			return path, fmt.Sprintf("objects and arrays nest deeper than the limit of %d levels (max-data-depth)", maxDepth)
+		}
+		for name, field := range k.StructValue.GetFields() {
+			if p, why := checkValue(field, path+"."+name, depth+1, maxDepth); why != "" {
+				return p, why
+			}
+		}
+	case *structpb.Value_ListValue:
+		if depth > maxDepth {
+			return path, fmt.Sprintf("objects and arrays nest deeper than the limit of %d levels (max-data-depth)", maxDepth)
+		}
+		for j, item := range k.ListValue.GetValues() {
+			if p, why := checkValue(item, fmt.Sprintf("%s[%d]", path, j), depth+1, maxDepth); why != "" {
+				return p, why
+			}
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,167 @@
+package rpc_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	ringcast "github.com/ringcast/ringcast/clients/go"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/ringtest"
+)
+
+// nested returns JSON data nesting depth objects and arrays (the outer
+// object is level 1).
+func nested(depth int) string {
+	var b strings.Builder
+	b.WriteString(`{"a":`)
+	for i := 1; i < depth; i++ {
+		if i%2 == 1 {
+			b.WriteString(`[`)
+		} else {
+			b.WriteString(`{"a":`)
+		}
+	}
+	b.WriteString(`1`)
+	for i := depth - 1; i >= 1; i-- {
+		if i%2 == 1 {
+			b.WriteString(`]`)
+		} else {
+			b.WriteString(`}`)
+		}
+	}
+	b.WriteString(`}`)
+	return b.String()
+}
+
+// postJSON publishes body as Connect JSON and returns the status and body.
+func postJSON(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url+"/ringcast.v1.EventService/Publish", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// readAll subscribes from the start with the Go client over p and returns
+// every fact up to head, failing on any error.
+func readAll(t *testing.T, srv *ringtest.Server, p ringcast.Protocol) []ringcast.Item {
+	t.Helper()
+	c := ringcast.NewClient(srv.URL, ringcast.WithProtocol(p), ringcast.WithHTTPClient(srv.HTTPClient(p)))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var facts []ringcast.Item
+	for it, err := range c.Subscribe(ringcast.WithEndAtHead()).Items(ctx) {
+		if err != nil {
+			t.Fatalf("%s subscriber: %v", p, err)
+		}
+		if it.Kind == ringcast.KindFact {
+			facts = append(facts, it)
+		}
+	}
+	return facts
+}
+
+// TestDeeplyNestedDataIsRefusedAndSubscribersKeepWorking: a fact whose data
+// nests 3,500 levels (a poison pill every protobuf decoder refuses) is
+// refused with invalid_argument naming the fact and the limit, on Connect
+// JSON and on binary protobuf; every Go subscriber then still reads the
+// ring, on all three protocols.
+func TestDeeplyNestedDataIsRefusedAndSubscribersKeepWorking(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	ok := `{"facts":[{"topic":"a/b","type":"t","key":"k","data":` + nested(32) + `}]}`
+	if code, body := postJSON(t, srv.URL, ok); code != http.StatusOK {
+		t.Fatalf("32 levels: %d %s, want 200", code, body)
+	}
+	for _, depth := range []int{33, 3500} {
+		body := `{"facts":[{"topic":"a/b","type":"t","key":"k","data":{"n":1}},{"topic":"a/b","type":"t","key":"k","data":` + nested(depth) + `}]}`
+		code, msg := postJSON(t, srv.URL, body)
+		if code != http.StatusBadRequest || !strings.Contains(msg, "invalid_argument") || !strings.Contains(msg, "facts[1]") || !strings.Contains(msg, "32 levels") {
+			t.Fatalf("%d levels: %d %s, want 400 invalid_argument naming facts[1] and the limit of 32 levels", depth, code, msg)
+		}
+	}
+	// The same poison in binary protobuf, built from the JSON.
+	var req ringcastv1.PublishRequest
+	if err := protojson.Unmarshal([]byte(`{"facts":[{"topic":"a/b","type":"t","data":`+nested(40)+`}]}`), &req); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ringtest.Protocols {
+		_, err := srv.Client(p).Publish(context.Background(), connect.NewRequest(&req))
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "facts[0].data") {
+			t.Fatalf("%s: binary poison: %v, want invalid_argument naming facts[0].data", p, err)
+		}
+	}
+	for _, p := range ringtest.Protocols {
+		if got := readAll(t, srv, p); len(got) != 1 {
+			t.Fatalf("%s: read %d facts, want the one accepted", p, len(got))
+		}
+	}
+}
+
+// TestOversizedFactIsRefused: a fact over max-fact-bytes is refused with
+// invalid_argument naming its index and the limit, whatever the request
+// size limit allows; one just under it is accepted.
+func TestOversizedFactIsRefused(t *testing.T) {
+	cfg := ringtest.Config()
+	srv := ringtest.Start(t, cfg)
+	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+		c := srv.Client(p)
+		small := fact("a/b", "", 0)
+		big := fact("a/b", "", 1)
+		big.Payload = &ringcastv1.Fact_BinaryData{BinaryData: bytes.Repeat([]byte{7}, 64<<10)}
+		_, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{small, big}}))
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "facts[1]") || !strings.Contains(err.Error(), "65536") {
+			t.Fatalf("64 KiB of binary data: %v, want invalid_argument naming facts[1] and 65536", err)
+		}
+		big.Payload = &ringcastv1.Fact_BinaryData{BinaryData: bytes.Repeat([]byte{7}, 64<<10-64)}
+		publish(t, c, big)
+	})
+}
+
+// TestDedupeTableFullOfLiveKeysRefusesNewKeys: with every remembered key
+// still inside its window, a new key is refused with resource_exhausted
+// (nothing appended) instead of being appended without dedupe; a retry of
+// a remembered key still gets its receipt.
+func TestDedupeTableFullOfLiveKeysRefusesNewKeys(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.DedupeKeys = 4
+	srv := ringtest.Start(t, cfg)
+	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+		c := ringcast.NewClient(srv.URL, ringcast.WithProtocol(p), ringcast.WithHTTPClient(srv.HTTPClient(p)))
+		ctx := context.Background()
+		prefix := string(p)
+		if p == ringcast.ProtocolConnect {
+			for i := range 4 {
+				if _, err := c.Publish(ctx, []*ringcastv1.Fact{fact("a/b", "", i)}, fmt.Sprintf("key-%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		_, before := srv.Hub().Bounds()
+		_, err := c.Publish(ctx, []*ringcastv1.Fact{fact("a/b", "", 9)}, prefix+"-new")
+		if connect.CodeOf(err) != connect.CodeResourceExhausted {
+			t.Fatalf("new key with a full table: %v, want resource_exhausted", err)
+		}
+		if _, head := srv.Hub().Bounds(); head != before {
+			t.Fatalf("refused publish appended: head %d -> %d", before, head)
+		}
+		r, err := c.Publish(ctx, []*ringcastv1.Fact{fact("a/b", "", 0)}, "key-0")
+		if err != nil || !r.Duplicate {
+			t.Fatalf("retry of a remembered key: %v %v, want its receipt", r, err)
+		}
+	})
+	if got := srv.Hub().DedupeRefusals(); got != 3 {
+		t.Fatalf("DedupeRefusals = %d, want 3", got)
+	}
+}
