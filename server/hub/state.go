@@ -25,9 +25,9 @@ type stateTable struct {
 	maxBytes int64
 	bytes    int64
 	byKey    map[string]*stateEntry
-	front   *stateEntry // least recently updated
-	back    *stateEntry // most recently updated
-	evicted uint64
+	front    *stateEntry // least recently updated
+	back     *stateEntry // most recently updated
+	evicted  uint64
 }
 
 type stateEntry struct {
