@@ -67,6 +67,11 @@ type Item struct {
 	// (KindCaughtUp), or the server's head when it decided to resync
 	// (KindResynced).
 	HeadSeq uint64
+	// SnapshotEvictedKeys (KindCaughtUp after a LATEST_PER_KEY snapshot) is
+	// how many keys the server's latest-per-key table had evicted since
+	// boot: 0 means the snapshot held every key ever published; more means
+	// keys not updated for the longest time may be missing from it.
+	SnapshotEvictedKeys uint64
 	// Resync tells why and where the subscription resynced (KindResynced).
 	Resync *Resync
 
@@ -480,7 +485,7 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 		r.caughtUp = true
 		if !st.caughtUp {
 			st.caughtUp = true
-			item := Item{Kind: KindCaughtUp, Epoch: epoch, HeadSeq: ev.CaughtUp.GetHeadSeq(), Cursor: s.Cursor()}
+			item := Item{Kind: KindCaughtUp, Epoch: epoch, HeadSeq: ev.CaughtUp.GetHeadSeq(), SnapshotEvictedKeys: ev.CaughtUp.GetSnapshotEvictedKeys(), Cursor: s.Cursor()}
 			if !yield(item, nil) {
 				return endStopped, nil
 			}

@@ -165,3 +165,41 @@ func TestDedupeTableFullOfLiveKeysRefusesNewKeys(t *testing.T) {
 		t.Fatalf("DedupeRefusals = %d, want 3", got)
 	}
 }
+
+// TestRingBoundedByBytesReportsEffectiveWindow: large commits make the ring
+// drop its oldest events long before --window is reached; ServerStatus
+// reports the effective window, the bytes held and the bound, and a cursor
+// before the effective window resyncs as too old.
+func TestRingBoundedByBytesReportsEffectiveWindow(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Window = 1024
+	cfg.MaxRingBytes = 1 << 20
+	srv := ringtest.Start(t, cfg)
+	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+		c := srv.Client(p)
+		var last uint64
+		for i := range 20 {
+			facts := make([]*ringcastv1.Fact, 4)
+			for j := range facts {
+				facts[j] = fact("a/b", "", i)
+				facts[j].Payload = &ringcastv1.Fact_BinaryData{BinaryData: bytes.Repeat([]byte{byte(i)}, 60<<10)}
+			}
+			last = publish(t, c, facts...)
+		}
+		res, err := c.GetServerStatus(context.Background(), connect.NewRequest(&ringcastv1.GetServerStatusRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := res.Msg.GetStatus()
+		if st.GetHeadSeq() != last || st.GetHeadSeq()-st.GetOldestSeq()+1 > 5 || st.GetOldestSeq() <= last-20 {
+			t.Fatalf("effective window [%d, %d] after 20 commits of 240 KB under 1 MiB", st.GetOldestSeq(), st.GetHeadSeq())
+		}
+		if st.GetRingBytes() == 0 || st.GetRingBytes() > 1<<20 || st.GetLimits().GetMaxRingBytes() != 1<<20 || st.GetWindow() != 1024 {
+			t.Fatalf("ring_bytes %d, max_ring_bytes %d, window %d", st.GetRingBytes(), st.GetLimits().GetMaxRingBytes(), st.GetWindow())
+		}
+		got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: st.GetOldestSeq() - 2, InstanceEpoch: st.GetInstanceEpoch()}).rest()
+		if len(got) != 1 || got[0].GetResyncRequired().GetReason() != ringcastv1.Reason_REASON_CURSOR_TOO_OLD {
+			t.Fatalf("cursor before the effective window: %v, want ResyncRequired(CURSOR_TOO_OLD)", got)
+		}
+	})
+}

@@ -38,6 +38,13 @@ export interface CaughtUpSignal {
   readonly epoch: bigint;
   /** The position the stream had covered when it caught up. */
   readonly headSeq: bigint;
+  /**
+   * After a latest_per_key snapshot: how many keys the server's
+   * latest-per-key table had evicted since boot. 0n: the snapshot held every
+   * key ever published; more: keys not updated for the longest time may be
+   * missing from it.
+   */
+  readonly snapshotEvictedKeys: bigint;
 }
 
 /**

@@ -330,7 +330,12 @@ export class Subscription implements AsyncIterable<StreamItem> {
         this.#opts.onConnection?.({ state: "caught_up", epoch: res.instanceEpoch, headSeq: ev.value.headSeq });
         if (!this.#live) {
           this.#live = true;
-          yield Object.freeze({ kind: "caught_up", epoch: res.instanceEpoch, headSeq: ev.value.headSeq });
+          yield Object.freeze({
+            kind: "caught_up",
+            epoch: res.instanceEpoch,
+            headSeq: ev.value.headSeq,
+            snapshotEvictedKeys: ev.value.snapshotEvictedKeys,
+          });
         }
         if (this.#opts.endAtHead) {
           st.ended = true;

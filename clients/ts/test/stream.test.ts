@@ -249,3 +249,28 @@ describe("with a 1s lease", { concurrency: true }, () => {
     }
   });
 });
+
+describe("an incomplete latest_per_key snapshot", () => {
+  it("reports the keys the server evicted in caught_up", async () => {
+    const srv = await startServer(["--demo=false", "--state-keys", "2"]);
+    const { transport, close } = transportFor("connect", srv.url);
+    try {
+      await publish(
+        srv.url,
+        ["k1", "k2", "k3"].map((key) => ({ topic: "gauges/a", type: "gauge.level", key, data: { key } })),
+      );
+      const keys: string[] = [];
+      let caughtUp: StreamItem | undefined;
+      for await (const item of subscribe(transport, { snapshot: "latest_per_key", endAtHead: true })) {
+        if (item.kind === "fact") keys.push(item.key);
+        if (item.kind === "caught_up") caughtUp = item;
+      }
+      assert.deepEqual(keys, ["k2", "k3"]);
+      assert.ok(caughtUp?.kind === "caught_up");
+      assert.equal(caughtUp.snapshotEvictedKeys, 1n);
+    } finally {
+      close();
+      await srv.stop();
+    }
+  });
+});
