@@ -29,15 +29,16 @@ var ErrInvalidFact = errors.New("invalid fact")
 //     limit, and each JSON level costs several protobuf levels;
 //   - its data holds NaN or ±Inf, which JSON cannot carry.
 //
-// The error names the fact's index and the limit.
-func checkFacts(facts []*ringcastv1.Fact, maxBytes, maxDepth int) error {
+// The error names the fact's index (after prefix, e.g. "commits[2].") and
+// the limit.
+func checkFacts(prefix string, facts []*ringcastv1.Fact, maxBytes, maxDepth int) error {
 	for i, f := range facts {
 		if n := proto.Size(f); n > maxBytes {
-			return fmt.Errorf("%w: facts[%d] is %d bytes encoded, over the limit of %d bytes (max-fact-bytes)", ErrInvalidFact, i, n, maxBytes)
+			return fmt.Errorf("%w: %sfacts[%d] is %d bytes encoded, over the limit of %d bytes (max-fact-bytes)", ErrInvalidFact, prefix, i, n, maxBytes)
 		}
 		if d := f.GetData(); d != nil {
 			if path, why := checkValue(structpb.NewStructValue(d), "data", 1, maxDepth); why != "" {
-				return fmt.Errorf("%w: facts[%d].%s: %s", ErrInvalidFact, i, path, why)
+				return fmt.Errorf("%w: %sfacts[%d].%s: %s", ErrInvalidFact, prefix, i, path, why)
 			}
 		}
 	}

@@ -47,8 +47,8 @@ type BatchLog interface {
 // ctx bounds the wait for its acknowledgement, as in PublishContext.
 func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, error) {
 	for i, c := range commits {
-		if err := checkFacts(c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
-			return nil, fmt.Errorf("commits[%d]: %w", i, err)
+		if err := checkFacts(fmt.Sprintf("commits[%d].", i), c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
+			return nil, err
 		}
 	}
 	if h.log != nil {
