@@ -174,11 +174,11 @@ func readSSECommit(t *testing.T, hc *http.Client, base string, cur ringcast.Curs
 		if err := json.Unmarshal([]byte(data), &generic); err != nil {
 			t.Fatalf("sse data is not JSON: %v", err)
 		}
-		var c ringcastv1.Commit
-		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(data), &c); err != nil {
+		var m ringcastv1.SubscribeEventsResponse
+		if err := protojson.Unmarshal([]byte(data), &m); err != nil {
 			t.Fatalf("sse commit: %v", err)
 		}
-		return c.GetFacts()
+		return m.GetCommit().GetFacts()
 	}
 	t.Fatalf("sse: commit %d not received: %v", cur.Seq+1, sc.Err())
 	return nil
