@@ -46,6 +46,9 @@ type Config struct {
 	// ShutdownGrace is how long shutdown waits for streams after DRAINING.
 	// Default 5s.
 	ShutdownGrace time.Duration
+	// PprofAddr, when set, serves net/http/pprof on a listener of its own
+	// (a bare port or ":port" binds loopback; see pprof.go). Default: off.
+	PprofAddr string
 
 	// Auth is "none" (the default) or "jwt" (docs/security.md). With
 	// "none" the server refuses a non-loopback Addr unless
@@ -97,6 +100,11 @@ func (c Config) Validate() error {
 	}
 	if c.Demo && c.DemoInterval <= 0 {
 		errs = append(errs, errors.New("demo-interval must be positive"))
+	}
+	if c.PprofAddr != "" {
+		if _, err := pprofAddr(c.PprofAddr); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("tls-cert and tls-key go together"))
@@ -290,5 +298,14 @@ func Run(ctx context.Context, cfg Config) error {
 		"demo", cfg.Demo,
 		"auth", cfg.Auth)
 	logSecurity(cfg, cfg.Logger)
+	if cfg.PprofAddr != "" {
+		stop, err := servePprof(ctx, cfg.PprofAddr, cfg.Logger)
+		if err != nil {
+			_ = ln.Close()
+			s.Hub.Close()
+			return err
+		}
+		defer stop()
+	}
 	return s.Serve(ctx, ln)
 }

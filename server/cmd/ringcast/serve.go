@@ -37,6 +37,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.JWTIssuer, "jwt-issuer", "", "required token issuer (iss), when set")
 	fs.StringVar(&cfg.JWTAudience, "jwt-audience", "", "required token audience (aud), when set")
 	fs.BoolVar(&cfg.AllowUnauthenticated, "allow-unauthenticated", false, "serve a non-loopback --addr with --auth none (logs a warning at start)")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, on a listener of its own (off when empty; a bare port or :port binds 127.0.0.1)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
 	if err := parseFlags(fs, args); err != nil {
