@@ -462,6 +462,11 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 		if hb := msg.GetServerStatus().GetLimits().GetHeartbeatInterval(); hb != nil {
 			s.heartbeat = hb.AsDuration()
 		}
+		if seq == 0 && msg.GetServerStatus() != nil {
+			// A replica's status on a durable store: unpositioned
+			// (docs/protocol.md, "Stores"); it moves no cursor.
+			return endReconnect, nil // continue the stream
+		}
 		if s.beyondBound(epoch, seq) {
 			return endFinished, nil
 		}

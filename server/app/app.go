@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -58,6 +59,8 @@ type Config struct {
 	JWTIssuer            string
 	JWTAudience          string
 	AllowUnauthenticated bool
+	// Store is where commits live: memory (default), embedded or jetstream.
+	Store Store
 }
 
 // Defaults returns the documented defaults: those of a zero Config, with
@@ -110,6 +113,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("tls-cert and tls-key go together"))
 	}
 	errs = append(errs, c.validateSecurity())
+	errs = append(errs, c.Store.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -121,6 +125,9 @@ type Server struct {
 	guard   *writeGuard
 	health  *health
 	tls     *tls.Config // nil: plaintext HTTP/1.1 and h2c
+	// closeStore closes a durable store's connection (and embedded
+	// server) once the hub is closed.
+	closeStore func()
 }
 
 // New builds the hub (minting the epoch and publishing ServerStatus at seq
@@ -145,8 +152,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	hubCfg := cfg.Config
 	hubCfg.Observer = m.observer()
+	log, closeStore, err := openStore(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", cfg.Store.Kind, err)
+	}
+	hubCfg.Log = log
 	h, err := hub.New(hubCfg)
 	if err != nil {
+		closeStore()
 		return nil, fmt.Errorf("start hub: %w", err)
 	}
 	mux := http.NewServeMux()
@@ -162,7 +175,7 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("/events", guardSSE(mw, newSSEHandler(h, cfg)))
 	mux.Handle("/", newConsoleHandler())
 	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
-	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, health: health, tls: tlsConfig}, nil
+	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, health: health, tls: tlsConfig, closeStore: closeStore}, nil
 }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
@@ -235,6 +248,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.Hub.Close()
 	close(stop)
 	wg.Wait()
+	s.closeStore()
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -284,6 +298,7 @@ func Run(ctx context.Context, cfg Config) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		s.Hub.Close()
+		s.closeStore()
 		return err
 	}
 	scheme := "http"
@@ -295,6 +310,7 @@ func Run(ctx context.Context, cfg Config) error {
 		"url", scheme+"://"+ln.Addr().String(),
 		"epoch", hub.FormatEpoch(s.Hub.Epoch()),
 		"window", cfg.Window,
+		"store", cmp.Or(cfg.Store.Kind, StoreMemory),
 		"demo", cfg.Demo,
 		"auth", cfg.Auth)
 	logSecurity(cfg, cfg.Logger)

@@ -153,3 +153,23 @@ func TestBadLogFormatIsAnError(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// TestStoreErrorsExitNonZero: a bad store configuration, and NATS that
+// does not answer at start, are clear errors and a non-zero exit.
+func TestStoreErrorsExitNonZero(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--store", "disk"}, `store "disk": want memory, embedded or jetstream`},
+		{[]string{"serve", "--store", "embedded"}, "store embedded needs --data-dir"},
+		{[]string{"serve", "--store", "jetstream"}, "store jetstream needs --nats-url"},
+		{[]string{"serve", "--store", "jetstream", "--nats-url", "nats://127.0.0.1:1", "--nats-replicas", "2"}, "nats-replicas must be 1 or 3"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--store", "jetstream", "--nats-url", "nats://127.0.0.1:1"}, "connect to NATS"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(tc.args, strings.NewReader(""), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args, code, errOut.String(), tc.want)
+		}
+	}
+}

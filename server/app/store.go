@@ -1,0 +1,123 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/natslog"
+)
+
+// The stores (docs/scaling.md).
+const (
+	StoreMemory    = "memory"    // the ring alone: one process, a new epoch per boot
+	StoreEmbedded  = "embedded"  // an in-process nats-server, JetStream files in DataDir
+	StoreJetStream = "jetstream" // a NATS JetStream cluster at NATSURLs
+)
+
+// Store selects where commits live. The zero Store is memory.
+type Store struct {
+	// Kind is StoreMemory (default), StoreEmbedded or StoreJetStream.
+	Kind string
+	// DataDir holds the embedded server's JetStream files (embedded).
+	DataDir string
+	// NATSURLs are the cluster's URLs (jetstream); each may be a comma
+	// list and may carry user:pass@. NATSCreds is a credentials file.
+	NATSURLs  []string
+	NATSCreds string
+	// NATSStream names the stream (default "ringcast"). The limits apply
+	// when ringcast creates it: NATSReplicas 1 (default) or 3, NATSMaxBytes,
+	// NATSMaxAge, NATSMaxMsgs (0: unlimited). The duplicate window is the
+	// hub's DedupeWindow.
+	NATSStream   string
+	NATSReplicas int
+	NATSMaxBytes int64
+	NATSMaxAge   time.Duration
+	NATSMaxMsgs  int64
+	// NATSConn, when set, is used instead of NATSURLs (tests, embedding).
+	NATSConn *nats.Conn
+}
+
+func (s Store) validate() []error {
+	var errs []error
+	switch s.Kind {
+	case "", StoreMemory:
+	case StoreEmbedded:
+		if s.DataDir == "" {
+			errs = append(errs, errors.New("store embedded needs --data-dir"))
+		}
+	case StoreJetStream:
+		if len(s.NATSURLs) == 0 && s.NATSConn == nil {
+			errs = append(errs, errors.New("store jetstream needs --nats-url"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("store %q: want memory, embedded or jetstream", s.Kind))
+	}
+	if s.NATSReplicas != 0 && s.NATSReplicas != 1 && s.NATSReplicas != 3 {
+		errs = append(errs, errors.New("nats-replicas must be 1 or 3"))
+	}
+	if s.NATSMaxBytes < 0 || s.NATSMaxMsgs < 0 || s.NATSMaxAge < 0 {
+		errs = append(errs, errors.New("nats-max-bytes, nats-max-age and nats-max-msgs must not be negative"))
+	}
+	return errs
+}
+
+// openStore opens the Log of a durable store (nil for memory) and returns
+// what closes it once the hub is closed.
+func openStore(cfg Config) (hub.Log, func(), error) {
+	s := cfg.Store
+	if s.Kind == "" || s.Kind == StoreMemory {
+		return nil, func() {}, nil
+	}
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	nc := s.NATSConn
+	switch {
+	case nc != nil:
+	case s.Kind == StoreEmbedded:
+		ns, err := natslog.StartServer(natslog.EmbeddedOptions(s.DataDir))
+		if err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, func() { ns.Shutdown(); ns.WaitForShutdown() })
+		if nc, err = natslog.ConnectEmbedded(ns); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		closers = append(closers, nc.Close)
+	default:
+		var err error
+		if nc, err = natslog.Connect(s.NATSURLs, s.NATSCreds, cfg.Logger); err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, nc.Close)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := natslog.Open(ctx, nc, natslog.Options{
+		Stream:     s.NATSStream,
+		Replicas:   s.NATSReplicas,
+		MaxBytes:   s.NATSMaxBytes,
+		MaxAge:     s.NATSMaxAge,
+		MaxMsgs:    s.NATSMaxMsgs,
+		Duplicates: cfg.DedupeWindow,
+		Logger:     cfg.Logger,
+	})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	if c := l.Config(); c.Duplicates != cfg.DedupeWindow {
+		cfg.Logger.Warn("the stream's duplicate window differs from --dedupe-window; JetStream's applies across restarts and replicas",
+			"stream", c.Name, "duplicates", c.Duplicates, "dedupe_window", cfg.DedupeWindow)
+	}
+	return l, closeAll, nil
+}

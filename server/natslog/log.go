@@ -1,0 +1,332 @@
+// Package natslog is the hub's durable Log on NATS JetStream: one stream,
+// one message per commit (all its facts), the stream sequence as the
+// commit's seq, the stream's identity as the instance epoch, and
+// JetStream's duplicate window (Nats-Msg-Id) for idempotency keys. Every
+// replica follows the stream with an ordered consumer, so a commit
+// published through any replica reaches every replica's subscribers.
+package natslog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/hub"
+)
+
+// Options configure a Log. Zero fields take the defaults documented on
+// them. The stream limits apply only when Open creates the stream.
+type Options struct {
+	// Stream is the stream's name. Default "ringcast".
+	Stream string
+	// Replicas is the stream's replication factor, 1 or 3. Default 1.
+	Replicas int
+	// MaxBytes, MaxAge and MaxMsgs limit the stream (0: unlimited); the
+	// oldest commits are discarded first.
+	MaxBytes int64
+	MaxAge   time.Duration
+	MaxMsgs  int64
+	// Duplicates is the stream's duplicate window for idempotency keys.
+	// Default 10m.
+	Duplicates time.Duration
+	// Timeout bounds each request to JetStream (append, read, range).
+	// Default 5s.
+	Timeout time.Duration
+	// Logger receives lifecycle logs. Default: discard.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Stream == "" {
+		o.Stream = "ringcast"
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.Duplicates == 0 {
+		o.Duplicates = 10 * time.Minute
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Subject is the subject a stream's commits are published on.
+func Subject(stream string) string { return "ringcast." + stream + ".commits" }
+
+// Log is a hub.Log on a JetStream stream. It does not own the connection.
+type Log struct {
+	opts    Options
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	subject string
+	epoch   uint64
+	info    jetstream.StreamConfig
+	created time.Time
+}
+
+var _ hub.Log = (*Log)(nil)
+
+// Open uses the stream named in opts on nc, creating it with opts' limits
+// when it does not exist. An existing stream is used as it is; Config
+// reports its real limits.
+func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if opts.Replicas != 1 && opts.Replicas != 3 {
+		return nil, fmt.Errorf("nats-replicas must be 1 or 3, not %d", opts.Replicas)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{opts: opts, js: js, subject: Subject(opts.Stream)}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	st, err := js.Stream(ctx, opts.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		st, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        opts.Stream,
+			Description: "ringcast commits, one message per commit",
+			Subjects:    []string{l.subject},
+			Storage:     jetstream.FileStorage,
+			Replicas:    opts.Replicas,
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			MaxBytes:    orUnlimited(opts.MaxBytes),
+			MaxAge:      opts.MaxAge,
+			MaxMsgs:     orUnlimited(opts.MaxMsgs),
+			Duplicates:  opts.Duplicates,
+			AllowDirect: true,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			st, err = js.Stream(ctx, opts.Stream) // another replica created it first
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("JetStream stream %q: %w", opts.Stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("JetStream stream %q: %w", opts.Stream, err)
+	}
+	if !hasSubject(info.Config.Subjects, l.subject) {
+		return nil, fmt.Errorf("JetStream stream %q exists without the subject %q", opts.Stream, l.subject)
+	}
+	l.stream, l.info, l.created = st, info.Config, info.Created
+	l.epoch = Epoch(info.Config.Name, info.Created)
+	opts.Logger.Info("JetStream stream",
+		"stream", info.Config.Name, "epoch", hub.FormatEpoch(l.epoch), "created", info.Created,
+		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
+		"max_msgs", info.Config.MaxMsgs, "duplicates", info.Config.Duplicates,
+		"first", info.State.FirstSeq, "last", info.State.LastSeq)
+	return l, nil
+}
+
+func orUnlimited(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+func hasSubject(subjects []string, s string) bool {
+	for _, x := range subjects {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Epoch is the instance epoch of a stream: a hash of its name and creation
+// time, so every replica and every restart agrees on it, and a stream
+// deleted and created again gets another.
+func Epoch(name string, created time.Time) uint64 {
+	sum := sha256.Sum256([]byte(name + "\x00" + created.UTC().Format(time.RFC3339Nano)))
+	e := binary.BigEndian.Uint64(sum[:8])
+	if e == 0 {
+		e = 1
+	}
+	return e
+}
+
+// Config is the stream's configuration as JetStream reported it at Open:
+// its real limits, whoever created it.
+func (l *Log) Config() jetstream.StreamConfig { return l.info }
+
+// Epoch implements hub.Log.
+func (l *Log) Epoch() uint64 { return l.epoch }
+
+// Append implements hub.Log: the commit is one message, acknowledged by
+// JetStream before Append returns; key is its Nats-Msg-Id.
+func (l *Log) Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact, key string) (hub.Receipt, error) {
+	data, err := proto.Marshal(&ringcastv1.SubscribeEventsResponse{
+		EventTime: timestamppb.New(at),
+		Event:     &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{Facts: facts, FactCount: uint32(len(facts))}},
+	})
+	if err != nil {
+		return hub.Receipt{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	popts := []jetstream.PublishOpt{jetstream.WithExpectStream(l.opts.Stream)}
+	if key != "" {
+		popts = append(popts, jetstream.WithMsgID(key))
+	}
+	ack, err := l.js.Publish(ctx, l.subject, data, popts...)
+	if err != nil {
+		return hub.Receipt{}, err
+	}
+	r := hub.Receipt{Seq: ack.Sequence, Time: at, Duplicate: ack.Duplicate}
+	if ack.Duplicate {
+		// The original's time, as its receipt said.
+		msg, err := l.stream.GetMsg(ctx, ack.Sequence)
+		if err != nil {
+			return hub.Receipt{}, err
+		}
+		ev, err := decode(l.epoch, msg.Sequence, msg.Data)
+		if err != nil {
+			return hub.Receipt{}, err
+		}
+		r.Time = ev.Time
+	}
+	return r, nil
+}
+
+// decode turns a stored commit message into the hub's event.
+func decode(epoch, seq uint64, data []byte) (*hub.Event, error) {
+	var m ringcastv1.SubscribeEventsResponse
+	if err := proto.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("commit at seq %d: %w", seq, err)
+	}
+	return hub.NewCommitEvent(epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts()), nil
+}
+
+// Read implements hub.Log with a short-lived consumer starting at from.
+func (l *Log) Read(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	cons, err := l.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       max64(from, 1),
+		AckPolicy:         jetstream.AckNonePolicy,
+		FilterSubject:     l.subject,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: 30 * time.Second,
+	})
+	if err != nil {
+		return dst, err
+	}
+	defer func() {
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.Timeout)
+		_ = l.stream.DeleteConsumer(dctx, cons.CachedInfo().Name)
+		dcancel()
+	}()
+	wait := l.opts.Timeout
+	if d, ok := ctx.Deadline(); ok {
+		wait = time.Until(d)
+	}
+	batch, err := cons.Fetch(max, jetstream.FetchMaxWait(min(wait, time.Second)))
+	if err != nil {
+		return dst, err
+	}
+	n := len(dst)
+	for msg := range batch.Messages() {
+		md, err := msg.Metadata()
+		if err != nil {
+			return dst, err
+		}
+		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Data())
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, ev)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		return dst, err
+	}
+	if len(dst) == n || dst[n].Seq != from {
+		// Nothing at from: deleted, or below the stream's first seq.
+		first, _, err := l.Range(ctx)
+		if err != nil {
+			return dst, err
+		}
+		if from < first {
+			return dst[:n], hub.ErrTooOld
+		}
+	}
+	return dst, nil
+}
+
+func max64(a, b uint64) uint64 { return max(a, b) }
+
+// Range implements hub.Log from the stream's state.
+func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !info.Created.Equal(l.created) {
+		return 0, 0, fmt.Errorf("JetStream stream %q was recreated: restart to take its new epoch", l.opts.Stream)
+	}
+	s := info.State
+	if s.Msgs == 0 {
+		return s.LastSeq + 1, s.LastSeq, nil
+	}
+	return s.FirstSeq, s.LastSeq, nil
+}
+
+// Follow implements hub.Log with an ordered consumer, which JetStream's
+// client recreates after connection losses at the position it reached.
+func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) error {
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{l.subject},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    max64(from, 1),
+	})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Data())
+		if err != nil {
+			return err
+		}
+		apply(ev)
+	}
+}

@@ -1,0 +1,97 @@
+package natslog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// EmbeddedOptions are the options of an in-process nats-server with
+// JetStream file storage in dir, reachable only in process (no listener).
+func EmbeddedOptions(dir string) *server.Options {
+	return &server.Options{
+		ServerName: "ringcast-embedded",
+		DontListen: true,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+}
+
+// StartServer starts a nats-server in process and waits until it accepts
+// connections.
+func StartServer(opts *server.Options) (*server.Server, error) {
+	if opts.StoreDir != "" {
+		if err := os.MkdirAll(opts.StoreDir, 0o755); err != nil {
+			return nil, fmt.Errorf("data-dir: %w", err)
+		}
+		abs, err := filepath.Abs(opts.StoreDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.StoreDir = abs
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("start nats-server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		ns.Shutdown()
+		return nil, errors.New("start nats-server: not ready after 30s")
+	}
+	return ns, nil
+}
+
+// ConnectEmbedded connects to an in-process server without the network.
+func ConnectEmbedded(ns *server.Server) (*nats.Conn, error) {
+	return nats.Connect("", nats.InProcessServer(ns), nats.Name("ringcast"), nats.MaxReconnects(-1))
+}
+
+// Connect connects to a NATS cluster through any of urls (each may be a
+// comma-separated list, and may carry user:pass@), with a credentials file
+// when creds is not empty. It fails at once when no server answers; once
+// connected, the client reconnects for ever, and logs it.
+func Connect(urls []string, creds string, logger *slog.Logger) (*nats.Conn, error) {
+	var all []string
+	for _, u := range urls {
+		for _, p := range strings.Split(u, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				all = append(all, p)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil, errors.New("nats-url: at least one URL is required with --store jetstream")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts := []nats.Option{
+		nats.Name("ringcast"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.Timeout(5 * time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { logger.Warn("NATS connection lost", "err", err) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
+	}
+	if creds != "" {
+		if _, err := os.Stat(creds); err != nil {
+			return nil, fmt.Errorf("nats-creds: %w", err)
+		}
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	nc, err := nats.Connect(strings.Join(all, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS: %w", err)
+	}
+	return nc, nil
+}
