@@ -1,0 +1,92 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/hub"
+)
+
+// encodingSink takes shared events whole and has them encoded (and cached)
+// in every encoding, as the Connect and SSE faces do on a replay.
+type encodingSink struct{}
+
+func (encodingSink) Send(*ringcastv1.SubscribeEventsResponse) error { return nil }
+
+func (encodingSink) SendEvent(ev *hub.Event) error {
+	for _, enc := range []hub.Encoding{hub.EncodingProto, hub.EncodingJSON, hub.EncodingSSE} {
+		m := proto.Marshal
+		if enc != hub.EncodingProto {
+			m = protojson.Marshal
+		}
+		if _, err := ev.Encoded(enc, func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) { return m(r) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestHeapStaysWithinTheByteBudgets is the large-fact scenario: commits of
+// 16 facts of 16 KB, each under a key of its own, published far past the
+// byte budgets (a count window that would hold all of them), with two full
+// replays that cache every encoding of every event held. The heap the hub
+// holds afterwards stays within 3× the sum of --max-ring-bytes and
+// --max-state-bytes (facts of long strings cost about their encoded size
+// in memory; the rest is cached encodings and bookkeeping). Without the
+// byte budgets it would hold all ~100 MB published, several times over.
+func TestHeapStaysWithinTheByteBudgets(t *testing.T) {
+	const ringBytes, stateBytes = 8 << 20, 4 << 20
+	base := heapInUse()
+	h, err := hub.New(hub.Config{Window: 1 << 20, MaxRingBytes: ringBytes, StateKeys: 1 << 20, MaxStateBytes: stateBytes, Lease: -1, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	pad := strings.Repeat("x", 16<<10)
+	for c := range 400 {
+		facts := make([]*ringcastv1.Fact, 16)
+		for i := range facts {
+			d, _ := structpb.NewStruct(map[string]any{"pad": pad + fmt.Sprint(c, i)})
+			facts[i] = &ringcastv1.Fact{Topic: "big", Type: "t", Key: fmt.Sprintf("k-%d-%d", c, i), Payload: &ringcastv1.Fact_Data{Data: d}}
+		}
+		if _, err := h.Publish(facts, ""); err != nil {
+			t.Fatal(err)
+		}
+		if c == 199 || c == 399 {
+			// A full replay of what the ring holds, caching every encoding.
+			if err := h.Subscribe(context.Background(), hub.Request{EndAtHead: true, Snapshot: ringcastv1.Snapshot_SNAPSHOT_RETAINED}, encodingSink{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	used := heapInUse() - min(base, heapInUse())
+	if got := h.RingBytes(); got > ringBytes {
+		t.Fatalf("ring holds %d bytes, over its bound %d", got, ringBytes)
+	}
+	if got := h.StateBytes(); got > stateBytes {
+		t.Fatalf("key table holds %d bytes, over its bound %d", got, stateBytes)
+	}
+	limit := uint64(3 * (ringBytes + stateBytes))
+	t.Logf("heap held: %d MiB (ring %d MiB, table %d MiB; limit %d MiB)", used>>20, h.RingBytes()>>20, h.StateBytes()>>20, limit>>20)
+	if used > limit {
+		t.Fatalf("heap held %d bytes after publishing ~100 MB, over 3× the budgets (%d)", used, limit)
+	}
+	runtime.KeepAlive(h)
+}
