@@ -65,8 +65,13 @@ func newJSONCodec(name string) *eventCodec {
 		encoding: hub.EncodingJSON,
 		marshal:  func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) { return protojson.Marshal(r) },
 		append:   protojson.MarshalOptions{}.MarshalAppend,
-		unmarsh:  protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal,
-		stable:   protojson.MarshalOptions{}.Marshal,
+		// Strict: a JSON request with an unknown field or enum name (a
+		// typo such as "idempotency_Key" or "SNAPSHOT_FOO") fails with
+		// invalid_argument naming it, instead of silently meaning
+		// something else. Binary requests keep ignoring unknown fields,
+		// for forward compatibility (docs/limits.md).
+		unmarsh: protojson.UnmarshalOptions{}.Unmarshal,
+		stable:  protojson.MarshalOptions{}.Marshal,
 	}
 }
 

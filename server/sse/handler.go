@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +74,8 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
 		return
 	}
-	req, err := parseQuery(r)
+	pq, err := parseQuery(r)
+	req := pq.Request
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -91,7 +93,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the starting point and the header is where the stream got to.
 	lastID := r.Header.Get("Last-Event-ID")
 	if lastID == "" {
-		lastID = r.URL.Query().Get("lastEventId")
+		lastID = pq.QueryLastID
 	}
 	if lastID != "" {
 		epoch, seq, perr := ParseLastEventID(lastID)
@@ -129,11 +131,40 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// parseQuery reads topic (repeatable) and snapshot and checks them against
-// the proto's rules. A bad value is a programming error in the page that
-// built the URL, not a resume, so it is answered 400.
-func parseQuery(r *http.Request) (hub.Request, error) {
-	q := r.URL.Query()
+// queryParams are the query parameters /events takes, and whether each may
+// repeat. Anything else is refused: a misspelt parameter would otherwise be
+// ignored and the stream would silently carry every topic.
+var queryParams = map[string]bool{
+	"topic":         true,
+	"snapshot":      false,
+	"lastEventId":   false,
+	auth.QueryParam: false,
+}
+
+// query is a parsed /events query.
+type query struct {
+	hub.Request
+	QueryLastID string // the lastEventId parameter
+}
+
+// parseQuery reads topic (repeatable), snapshot and lastEventId, and checks
+// them against the proto's rules. A malformed query, an unknown or repeated
+// parameter, or a bad value is a programming error in the page that built
+// the URL, not a resume, so it is answered 400.
+func parseQuery(r *http.Request) (query, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return query{}, fmt.Errorf("malformed query: %w", err)
+	}
+	for name, vs := range q {
+		repeatable, known := queryParams[name]
+		switch {
+		case !known:
+			return query{}, fmt.Errorf("unknown query parameter %s (known: topic, snapshot, lastEventId, %s)", strconv.Quote(name), auth.QueryParam)
+		case !repeatable && len(vs) > 1:
+			return query{}, fmt.Errorf("query parameter %s given %d times", name, len(vs))
+		}
+	}
 	m := &ringcastv1.SubscribeEventsRequest{
 		Topics:       q["topic"],
 		OnUnservable: ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE,
@@ -144,7 +175,7 @@ func parseQuery(r *http.Request) (hub.Request, error) {
 	case "latest_per_key":
 		m.Snapshot = ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY
 	default:
-		return hub.Request{}, fmt.Errorf("snapshot must be retained or latest_per_key, not %s", strconv.Quote(v))
+		return query{}, fmt.Errorf("snapshot must be retained or latest_per_key, not %s", strconv.Quote(v))
 	}
 	if err := protovalidate.Validate(m); err != nil {
 		var verr *protovalidate.ValidationError
@@ -152,9 +183,9 @@ func parseQuery(r *http.Request) (hub.Request, error) {
 			// "topics[2]: value does not match regex pattern ..." names
 			// the proto field; the query parameter is "topic".
 			msg := strings.Replace(verr.Violations[0].String(), "topics", "topic", 1)
-			return hub.Request{}, fmt.Errorf("bad query: %s", msg)
+			return query{}, fmt.Errorf("bad query: %s", msg)
 		}
-		return hub.Request{}, fmt.Errorf("bad query: %w", err)
+		return query{}, fmt.Errorf("bad query: %w", err)
 	}
-	return hub.RequestFromProto(Face, m), nil
+	return query{Request: hub.RequestFromProto(Face, m), QueryLastID: q.Get("lastEventId")}, nil
 }

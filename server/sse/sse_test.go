@@ -301,6 +301,31 @@ func TestLappedReaderEnds(t *testing.T) {
 	}
 }
 
+// TestMalformedOrUnknownQueryIs400: a query the handler cannot read
+// whole — malformed escapes, ";" separators, unknown or repeated
+// parameters — is answered 400 naming the problem, never a stream of every
+// topic.
+func TestMalformedOrUnknownQueryIs400(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	for q, want := range map[string]string{
+		"?topic=zzz;snapshot=bad":                 "malformed query",
+		"?topic=%zz":                              "malformed query",
+		"?topics=gauges":                          `unknown query parameter "topics"`,
+		"?topic=a&snapshot=retained&snapshot=bad": "snapshot given 2 times",
+		"?lastEventId=a&lastEventId=b":            "lastEventId given 2 times",
+	} {
+		resp, err := http.Get(srv.URL + "/events" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %d %q, want 400 with %q", q, resp.StatusCode, body, want)
+		}
+	}
+}
+
 func TestBadQuery(t *testing.T) {
 	srv := ringtest.Start(t, ringtest.Config())
 	for _, q := range []string{"?snapshot=everything", "?topic=Bad%20Topic", "?topic="} {
