@@ -168,6 +168,13 @@ func Epoch(name string, created time.Time) uint64 {
 // its real limits, whoever created it.
 func (l *Log) Config() jetstream.StreamConfig { return l.info }
 
+// Info is the stream's current information (state, cluster, config).
+func (l *Log) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	return l.stream.Info(ctx)
+}
+
 // Epoch implements hub.Log.
 func (l *Log) Epoch() uint64 { return l.epoch }
 
