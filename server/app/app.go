@@ -16,14 +16,18 @@ import (
 	"sync"
 	"time"
 
+	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/buildinfo"
+	"github.com/ringcast/ringcast/server/console"
 	"github.com/ringcast/ringcast/server/demo"
 	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/metrics"
 	"github.com/ringcast/ringcast/server/rpc"
+	"github.com/ringcast/ringcast/server/sse"
 )
 
 // Config is the server's whole configuration: the hub's (embedded; its
@@ -145,13 +149,13 @@ func New(cfg Config) (*Server, error) {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	m := newMetrics()
-	mw, err := authMiddleware(cfg, m.m)
+	m := metrics.New() // one registry per server: nothing is registered globally
+	mw, err := authMiddleware(cfg, m)
 	if err != nil {
 		return nil, err
 	}
 	hubCfg := cfg.Config
-	hubCfg.Observer = m.observer()
+	hubCfg.Observer = m
 	log, closeStore, err := openStore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", cfg.Store.Kind, err)
@@ -163,17 +167,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start hub: %w", err)
 	}
 	mux := http.NewServeMux()
-	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes, m.rpcOption())
+	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes, connect.WithInterceptors(m.Interceptor()))
 	mux.Handle(rpcPath, guardRPC(mw, rpcHandler))
 	health := newHealth()
 	health.handle(mux)
 	reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
-	m.watch(h)
-	mux.Handle("/metrics", m.handler())
-	mux.Handle("/events", guardSSE(mw, newSSEHandler(h, cfg)))
-	mux.Handle("/", newConsoleHandler())
+	m.Watch(h)
+	mux.Handle("/metrics", m.Handler())
+	mux.Handle("/events", guardSSE(mw, sse.New(h, sse.WithLogger(cfg.Logger))))
+	mux.Handle("/", console.Handler())
 	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
 	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, health: health, tls: tlsConfig, closeStore: closeStore}, nil
 }

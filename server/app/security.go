@@ -9,8 +9,7 @@ import (
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/auth"
-	"github.com/ringcast/ringcast/server/rpc"
-	"github.com/ringcast/ringcast/server/sse"
+	"github.com/ringcast/ringcast/server/hub"
 )
 
 // The values of Config.Auth.
@@ -77,7 +76,7 @@ func guardRPC(mw *auth.Middleware, h http.Handler) http.Handler {
 	if mw == nil {
 		return h
 	}
-	return mw.Connect(rpc.Face, h, ringcastv1connect.EventServiceGetServerStatusProcedure)
+	return mw.Connect(hub.FaceConnect, h, ringcastv1connect.EventServiceGetServerStatusProcedure)
 }
 
 // guardSSE puts the token check in front of GET /events.
@@ -85,7 +84,7 @@ func guardSSE(mw *auth.Middleware, h http.Handler) http.Handler {
 	if mw == nil {
 		return h
 	}
-	return mw.EventSource(sse.Face, h)
+	return mw.EventSource(hub.FaceSSE, h)
 }
 
 // logSecurity logs how the server is exposed, once at start.

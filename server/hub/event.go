@@ -137,9 +137,6 @@ func (e *Event) Response() *ringcastv1.SubscribeEventsResponse { return e.resp }
 // Commit is the event's commit, or nil for a status event.
 func (e *Event) Commit() *ringcastv1.Commit { return e.resp.GetCommit() }
 
-// Status is the event's server status, or nil for a commit.
-func (e *Event) Status() *ringcastv1.ServerStatus { return e.resp.GetServerStatus() }
-
 func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact) *Event {
 	return sized(&Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
 		Seq:           seq,

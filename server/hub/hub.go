@@ -1,7 +1,8 @@
 // Package hub is ringcast's ring and broadcast: it assigns every event its
-// seq, keeps the last W events, and owns the whole stream contract — replay,
-// snapshots, the replay-to-live handoff, filters, progress, bounds, leases
-// and resync decisions — for every face (Connect, gRPC, gRPC-Web, SSE).
+// seq, keeps the last W events, and owns the whole stream contract of
+// docs/protocol.md — replay, snapshots, the replay-to-live handoff, filters,
+// progress, bounds, leases and resync decisions — for every face (Connect,
+// gRPC, gRPC-Web, SSE).
 //
 // Publishing is O(1) whatever the number of subscribers and never waits for
 // one: a publish appends to the ring and kicks the notifier goroutine, which
@@ -445,6 +446,3 @@ func (h *Hub) Close() {
 		h.notifierWG.Wait()
 	})
 }
-
-// Done is closed when the hub is closed.
-func (h *Hub) Done() <-chan struct{} { return h.done }

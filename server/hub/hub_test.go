@@ -378,7 +378,7 @@ func TestCommitFindingStreamsIdleIsNotHeld(t *testing.T) {
 func TestFilteredStreamGetsProgressWhileUnrelatedCommitsFlow(t *testing.T) {
 	h := newHub(t, hub.Config{Window: 4096, Heartbeat: 50 * time.Millisecond})
 	progress := make(chan uint64, 16)
-	sink := hub.SinkFunc(func(m *ringcastv1.SubscribeEventsResponse) error {
+	sink := sinkFunc(func(m *ringcastv1.SubscribeEventsResponse) error {
 		if m.GetProgress() != nil {
 			select {
 			case progress <- m.Seq:
@@ -421,3 +421,8 @@ func TestFilteredStreamGetsProgressWhileUnrelatedCommitsFlow(t *testing.T) {
 		t.Fatalf("Progress %v only after %d commits: the heartbeat interval did not bound the silence", got, got[2])
 	}
 }
+
+// sinkFunc adapts a function to hub.Sink.
+type sinkFunc func(*ringcastv1.SubscribeEventsResponse) error
+
+func (f sinkFunc) Send(r *ringcastv1.SubscribeEventsResponse) error { return f(r) }

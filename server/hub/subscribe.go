@@ -37,15 +37,9 @@ type EventSink interface {
 	SendEvent(*Event) error
 }
 
-// SinkFunc adapts a function (such as connect.ServerStream.Send) to Sink.
-type SinkFunc func(*ringcastv1.SubscribeEventsResponse) error
-
-// Send calls f.
-func (f SinkFunc) Send(r *ringcastv1.SubscribeEventsResponse) error { return f(r) }
-
 // Subscribe serves one stream on the calling goroutine until it ends:
 //
-//   - nil when the stream ended as the contract says it ends with OK status
+//   - nil when the stream ended as docs/protocol.md says it ends with OK status
 //     (ResyncRequired sent, bound reached, lease expired, hub drained);
 //   - ctx.Err() when ctx was cancelled (the client went away);
 //   - the sink's error when a send failed.

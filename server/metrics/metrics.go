@@ -1,5 +1,5 @@
-// Package metrics is ringcast's Prometheus instrumentation (contract §7;
-// docs/metrics.md): a registry per server, fed by the hub through the
+// Package metrics is ringcast's Prometheus instrumentation
+// (docs/metrics.md): a registry per server, fed by the hub through the
 // hub.Observer interface and read from the hub on scrape.
 package metrics
 
@@ -14,11 +14,6 @@ import (
 	"github.com/ringcast/ringcast/server/auth"
 	"github.com/ringcast/ringcast/server/hub"
 )
-
-// Faces are the stream faces, pre-registered so every series exists from
-// the first scrape (a rate over a series that appears late misses its
-// first increments).
-var Faces = []string{"connect", "sse"}
 
 // Outcomes are the subscribe outcomes, pre-registered per face.
 var Outcomes = []hub.Outcome{
@@ -98,7 +93,10 @@ func New() *Metrics {
 		m.rpc.handled, m.rpc.duration,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, f := range Faces {
+	// Every face is pre-registered so every series exists from the first
+	// scrape (a rate over a series that appears late misses its first
+	// increments).
+	for _, f := range hub.Faces {
 		for _, o := range Outcomes {
 			m.subscribes.WithLabelValues(f, string(o))
 		}
@@ -153,9 +151,6 @@ func (m *Metrics) Watch(h *hub.Hub) {
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
 }
-
-// Registry is the registry, for tests and for adding collectors.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Subscribed implements hub.Observer.
 func (m *Metrics) Subscribed(face string, outcome hub.Outcome) {

@@ -151,7 +151,7 @@ func TestSubscribeOutcomes(t *testing.T) {
 	h := srv.Hub()
 
 	m := scrape(t, srv.URL)
-	for _, f := range []string{"connect", "sse"} {
+	for _, f := range hub.Faces {
 		for _, o := range []hub.Outcome{hub.OutcomeNew, hub.OutcomeResumed, hub.OutcomeTooOld, hub.OutcomeAhead, hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange, hub.OutcomeMalformedCursor} {
 			if v, ok := m[subscribes(f, o)]; !ok || v != 0 {
 				t.Errorf("%s = %v (present %v), want 0 from the start", subscribes(f, o), v, ok)

@@ -139,12 +139,6 @@ func (s *Server) HTTPClient(p ringcast.Protocol) *http.Client {
 	return hc
 }
 
-// NewRPCClient returns a generated EventService client for url speaking p,
-// configured as the Go client library configures its own.
-func NewRPCClient(url string, p ringcast.Protocol) ringcastv1connect.EventServiceClient {
-	return ringcast.NewClient(url, ringcast.WithProtocol(p)).RPC()
-}
-
 // Wait receives from ch or fails the test after d.
 func Wait[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
 	t.Helper()

@@ -3,8 +3,6 @@ package rpc
 import (
 	"context"
 	"net/http"
-
-	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 )
 
 // batchWriter holds back the flush connect makes after every streamed
@@ -24,14 +22,12 @@ type batchWriter struct {
 
 type batchWriterKey struct{}
 
-// withBatchWriter wraps SubscribeEvents responses in a batchWriter, found by
-// the handler in the request context.
+// withBatchWriter gives every request a batchWriter, which passes flushes
+// through until a SubscribeEvents stream holds them. The stream's handler
+// finds it in the request context: connect hands the handler no other
+// per-request value from the HTTP layer.
 func withBatchWriter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != ringcastv1connect.EventServiceSubscribeEventsProcedure {
-			next.ServeHTTP(w, r)
-			return
-		}
 		bw := &batchWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 		next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), batchWriterKey{}, bw)))
 	})

@@ -21,9 +21,6 @@ import (
 	"github.com/ringcast/ringcast/server/hub"
 )
 
-// Face is the metrics label of streams served here.
-const Face = "connect"
-
 // Service implements ringcastv1connect.EventServiceHandler over a hub.
 type Service struct {
 	hub *hub.Hub
@@ -60,7 +57,7 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 		sink.batch.hold = true
 		defer func() { sink.batch.hold = false }()
 	}
-	hreq := hub.RequestFromProto(Face, req.Msg)
+	hreq := hub.RequestFromProto(hub.FaceConnect, req.Msg)
 	if err := auth.ScopeSubscribe(ctx, &hreq); err != nil {
 		return connect.NewError(connect.CodePermissionDenied, err)
 	}

@@ -28,16 +28,19 @@ import (
 	"github.com/ringcast/ringcast/server/hub"
 )
 
-// Face is the metrics label of streams served here.
-const Face = "sse"
-
 // Handler serves GET /events. Create it with New.
 type Handler struct {
-	hub      *hub.Hub
-	log      *slog.Logger
-	retryMin time.Duration
-	retryMax time.Duration
+	hub *hub.Hub
+	log *slog.Logger
 }
+
+// The `retry:` hint sent at the start of every response is drawn uniformly
+// from [retryMin, retryMax], so that clients dropped together do not come
+// back together.
+const (
+	retryMin = time.Second
+	retryMax = 2 * time.Second
+)
 
 // Option configures a Handler.
 type Option func(*Handler)
@@ -45,20 +48,11 @@ type Option func(*Handler)
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
-// WithRetry sets the range of the `retry:` hint sent at the start of every
-// response; each response draws its value uniformly from [lo, hi] so that
-// clients dropped together do not come back together. Default 1s–2s.
-func WithRetry(lo, hi time.Duration) Option {
-	return func(h *Handler) { h.retryMin, h.retryMax = lo, max(lo, hi) }
-}
-
 // New returns the handler for h.
 func New(h *hub.Hub, opts ...Option) *Handler {
 	s := &Handler{
-		hub:      h,
-		log:      slog.New(slog.DiscardHandler),
-		retryMin: time.Second,
-		retryMax: 2 * time.Second,
+		hub: h,
+		log: slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		o(s)
@@ -109,10 +103,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	retry := s.retryMin
-	if d := s.retryMax - s.retryMin; d > 0 {
-		retry += rand.N(d + 1)
-	}
+	retry := retryMin + rand.N(retryMax-retryMin+1)
 	fmt.Fprintf(sk.w, "retry: %d\n\n", retry.Milliseconds())
 	if err := sk.Flush(); err != nil {
 		return
@@ -187,5 +178,5 @@ func parseQuery(r *http.Request) (query, error) {
 		}
 		return query{}, fmt.Errorf("bad query: %w", err)
 	}
-	return query{Request: hub.RequestFromProto(Face, m), QueryLastID: q.Get("lastEventId")}, nil
+	return query{Request: hub.RequestFromProto(hub.FaceSSE, m), QueryLastID: q.Get("lastEventId")}, nil
 }

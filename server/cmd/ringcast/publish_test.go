@@ -13,13 +13,18 @@ import (
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
+// sinkFunc adapts a function to hub.Sink.
+type sinkFunc func(*ringcastv1.SubscribeEventsResponse) error
+
+func (f sinkFunc) Send(r *ringcastv1.SubscribeEventsResponse) error { return f(r) }
+
 // committedKeys reads the commits after seq from h, as their fact keys.
 func committedKeys(t *testing.T, h *hub.Hub, after uint64) [][]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var got [][]string
-	err := h.Subscribe(ctx, hub.Request{SinceSeq: after, Epoch: h.Epoch(), EndAtHead: true}, hub.SinkFunc(func(m *ringcastv1.SubscribeEventsResponse) error {
+	err := h.Subscribe(ctx, hub.Request{SinceSeq: after, Epoch: h.Epoch(), EndAtHead: true}, sinkFunc(func(m *ringcastv1.SubscribeEventsResponse) error {
 		if c := m.GetCommit(); c != nil {
 			var keys []string
 			for _, f := range c.Facts {
