@@ -47,8 +47,8 @@ type Encoding uint8
 
 // The cached encodings.
 const (
-	EncodingProto Encoding = iota // protobuf binary
-	EncodingJSON                  // protobuf JSON
+	EncodingProto Encoding = iota // protobuf binary (package rpc caches it enveloped)
+	EncodingJSON                  // protobuf JSON (likewise)
 	EncodingSSE                   // a Server-Sent Events frame
 	numEncodings
 )

@@ -1,8 +1,10 @@
 package rpc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -41,17 +43,24 @@ type eventCodec struct {
 // eventCodecs returns the handler options installing the caching codecs.
 func eventCodecs() []connect.HandlerOption {
 	return []connect.HandlerOption{
-		connect.WithCodec(newProtoCodec()),
-		connect.WithCodec(newJSONCodec("json")),
+		connect.WithCodec(protoCodec),
+		connect.WithCodec(jsonCodec),
 		connect.WithCodec(newJSONCodec("json; charset=utf-8")),
 	}
 }
+
+// The handler's codecs for binary and JSON messages. They are stateless;
+// streams writing cached envelopes directly use the same ones (sink.go).
+var (
+	protoCodec = newProtoCodec()
+	jsonCodec  = newJSONCodec("json")
+)
 
 func newProtoCodec() *eventCodec {
 	return &eventCodec{
 		name:     "proto",
 		encoding: hub.EncodingProto,
-		marshal:  func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) { return proto.Marshal(r) },
+		marshal:  framed(proto.MarshalOptions{}.MarshalAppend),
 		append:   proto.MarshalOptions{}.MarshalAppend,
 		unmarsh:  proto.Unmarshal,
 		stable:   proto.MarshalOptions{Deterministic: true}.Marshal,
@@ -63,7 +72,7 @@ func newJSONCodec(name string) *eventCodec {
 	return &eventCodec{
 		name:     name,
 		encoding: hub.EncodingJSON,
-		marshal:  func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) { return protojson.Marshal(r) },
+		marshal:  framed(protojson.MarshalOptions{}.MarshalAppend),
 		append:   protojson.MarshalOptions{}.MarshalAppend,
 		// Strict: a JSON request with an unknown field or enum name (a
 		// typo such as "idempotency_Key" or "SNAPSHOT_FOO") fails with
@@ -85,17 +94,45 @@ func (c *eventCodec) Marshal(msg any) ([]byte, error) { return c.MarshalAppend(n
 // for a shared event, a normal marshal otherwise.
 func (c *eventCodec) MarshalAppend(dst []byte, msg any) ([]byte, error) {
 	if se, ok := msg.(*sharedEvent); ok {
-		b, err := se.ev.Encoded(c.encoding, c.marshal)
+		b, err := c.envelope(se.ev)
 		if err != nil {
 			return nil, err
 		}
-		return append(dst, b...), nil
+		return append(dst, b[envelopePrefix:]...), nil
 	}
 	m, ok := msg.(proto.Message)
 	if !ok {
 		return nil, errNotProto(msg)
 	}
 	return c.append(dst, m)
+}
+
+// envelope is ev's shared response as one stream message: the 5-byte
+// envelope prefix (flags 0: uncompressed data; the length, big-endian) and
+// the encoding, cached on the event (one slot per codec). Connect, gRPC and
+// gRPC-Web frame a data message alike, so the bytes serve all three.
+func (c *eventCodec) envelope(ev *hub.Event) ([]byte, error) {
+	return ev.Encoded(c.encoding, c.marshal)
+}
+
+// envelopePrefix is the length of a stream message's envelope prefix.
+const envelopePrefix = 5
+
+// framed returns a marshal function for Event.Encoded building the
+// enveloped form of a response with appendMsg.
+func framed(appendMsg func([]byte, proto.Message) ([]byte, error)) func(*ringcastv1.SubscribeEventsResponse) ([]byte, error) {
+	return func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
+		b, err := appendMsg(make([]byte, envelopePrefix, envelopePrefix+128), r)
+		if err != nil {
+			return nil, err
+		}
+		n := len(b) - envelopePrefix
+		if uint64(n) > math.MaxUint32 {
+			return nil, fmt.Errorf("rpc: message of %d bytes is too large for an envelope", n)
+		}
+		binary.BigEndian.PutUint32(b[1:envelopePrefix], uint32(n))
+		return b, nil
+	}
 }
 
 func (c *eventCodec) Unmarshal(data []byte, msg any) error {
@@ -128,35 +165,4 @@ func (c *eventCodec) IsBinary() bool { return c.binary }
 
 func errNotProto(msg any) error {
 	return errors.New("rpc: " + fmt.Sprintf("%T", msg) + " is not a proto.Message")
-}
-
-// streamSink sends a stream's responses through connect: shared events as a
-// sharedEvent (one reused value, so sending allocates nothing), everything
-// else as is. With a batchWriter it flushes once per batch (hub.Flusher).
-type streamSink struct {
-	conn   connect.StreamingHandlerConn
-	shared sharedEvent
-	batch  *batchWriter // nil: connect flushes every message
-}
-
-var (
-	_ hub.EventSink = (*streamSink)(nil)
-	_ hub.Flusher   = (*streamSink)(nil)
-)
-
-// Flush writes out the batch held back by the batchWriter.
-func (s *streamSink) Flush() error {
-	if s.batch == nil {
-		return nil
-	}
-	return s.batch.flushNow()
-}
-
-func (s *streamSink) Send(r *ringcastv1.SubscribeEventsResponse) error { return s.conn.Send(r) }
-
-func (s *streamSink) SendEvent(ev *hub.Event) error {
-	s.shared = sharedEvent{SubscribeEventsResponse: ev.Response(), ev: ev}
-	err := s.conn.Send(&s.shared)
-	s.shared = sharedEvent{} // do not pin the event
-	return err
 }

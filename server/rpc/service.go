@@ -52,7 +52,7 @@ func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) 
 // SubscribeEvents serves one stream. Unservable cursors are not errors: the
 // hub answers them with ResyncRequired (or Gap) and the stream ends OK.
 func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ringcastv1.SubscribeEventsRequest], stream *connect.ServerStream[ringcastv1.SubscribeEventsResponse]) error {
-	sink := &streamSink{conn: stream.Conn(), batch: batchWriterFrom(ctx)}
+	sink := newStreamSink(stream.Conn(), batchWriterFrom(ctx))
 	if sink.batch != nil {
 		sink.batch.hold = true
 		defer func() { sink.batch.hold = false }()
