@@ -20,8 +20,8 @@
  */
 export { subscribe, Subscription, PERMANENT_CODES } from "./subscribe.js";
 export type { SubscribeOptions, ConnectionEvent } from "./subscribe.js";
-export { publishBatch } from "./publish.js";
-export type { CommitInit } from "./publish.js";
+export { publish, publishBatch } from "./publish.js";
+export type { CommitInit, PublishOptions } from "./publish.js";
 export type { StreamItem, FactItem, CaughtUpSignal, ResyncedSignal } from "./items.js";
 export { reasonName } from "./items.js";
 export {
