@@ -3,7 +3,7 @@
 // severity counts.
 import { alert, isAcknowledged, renderAcks } from "./alerts.js";
 import { $, el, fmtAge, fmtEvery, fmtLevel, fmtTime, rank, titleCase, type GaugeState } from "./dom.js";
-import { addPoints, drawSparkline, eta, ratePerHour, usualInterval, type Point } from "./trend.js";
+import { addPoints, drawSparkline, eta, rateOfRise, usualInterval, type Point } from "./trend.js";
 
 export interface Gauge {
   key: string;
@@ -60,7 +60,7 @@ const CARD = `
     <span class="g-trend"></span>
   </div>
   <svg class="g-spark" role="img"></svg>
-  <div class="g-eta"></div>
+  <div class="g-rate"><span class="g-rate-value"></span> <span class="g-eta"></span></div>
   <div class="g-thr"></div>
   <div class="g-foot"><span class="g-stale-tag">Stale</span><span class="g-age"></span></div>
   <p class="g-note" hidden></p>`;
@@ -181,10 +181,13 @@ function renderGauge(g: Gauge, now: number): void {
   c.querySelector(".g-id")!.textContent = `${g.key} · ${titleCase(g.catchment)}`;
   c.querySelector(".g-value")!.textContent = fmtLevel(g.level);
   c.querySelector(".g-badge")!.textContent = BADGE[g.state] + (isAcknowledged(g.key, g.state) ? " · ack" : "");
-  const rate = ratePerHour(g.points);
+  const rate = rateOfRise(g.points);
   const tr = c.querySelector<HTMLElement>(".g-trend")!;
-  tr.textContent = (TREND[g.trend] ?? g.trend) + (rate !== undefined ? ` ${rate >= 0 ? "+" : "−"}${Math.abs(rate).toFixed(2)} m/h` : "");
+  tr.textContent = TREND[g.trend] ?? g.trend;
   tr.dataset["trend"] = g.trend;
+  c.querySelector(".g-rate-value")!.textContent = rate
+    ? `${rate.perHour >= 0 ? "+" : "−"}${Math.abs(rate.perHour).toFixed(2)} m/h over ${rate.spanMs < 90_000 ? `${Math.max(1, Math.round(rate.spanMs / 1000))} s` : `${Math.round(rate.spanMs / 60_000)} min`}`
+    : "rate: not enough readings yet";
   const svg = c.querySelector<SVGSVGElement>(".g-spark")!;
   const span = drawSparkline(svg, g.points, g.warning, g.severe, now);
   const mins = Math.max(1, Math.round(span / 60_000));
@@ -192,11 +195,11 @@ function renderGauge(g: Gauge, now: number): void {
     "aria-label",
     `Level over the last ${mins} min: ${g.points.length ? `from ${fmtLevel(g.points.find((p) => p.t >= now - span)?.v ?? g.level)} to ${fmtLevel(g.level)} m` : "no history"}`,
   );
-  const next = eta(g.level, rate, g.warning, g.severe);
+  const next = eta(g.level, rate?.perHour, g.warning, g.severe);
   const etaEl = c.querySelector<HTMLElement>(".g-eta")!;
-  etaEl.textContent = next ? `${next.what} in ~${next.minutes < 1 ? "<1" : Math.round(next.minutes)} min at this rate` : "";
+  etaEl.textContent = next ? `· ${next.what} in ~${next.minutes < 1 ? "<1" : Math.round(next.minutes)} min at this rate` : "";
   etaEl.dataset["what"] = next?.what ?? "";
-  c.querySelector(".g-thr")!.textContent = `warning ${g.warning.toFixed(2)} m · severe ${g.severe.toFixed(2)} m · last ${mins} min`;
+  c.querySelector(".g-thr")!.textContent = `warning ${g.warning.toFixed(2)} m · severe ${g.severe.toFixed(2)} m · chart: last ${mins} min`;
   const note = c.querySelector<HTMLElement>(".g-note")!;
   note.hidden = !g.note;
   if (g.note) note.textContent = `Note ${fmtTime(g.note.at)}: ${g.note.text}`;

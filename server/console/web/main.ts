@@ -1,5 +1,6 @@
 // The ringcast web console: live river gauges from the demo feed, the
 // stream's state and the client's cursor. Plain DOM over the TS client.
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 
 import {
@@ -7,11 +8,14 @@ import {
   formatEpoch,
   subscribe,
   type ConnectionEvent,
+  type Cursor,
+  type Subscription,
   type FactItem,
   type ResyncedSignal,
   type StreamItem,
 } from "../../../clients/ts/src/index.js";
 import { noteEntry, renderAcks, setupAlerts } from "./alerts.js";
+import { askForToken, authHeaders, takeFragmentToken } from "./auth.js";
 import { $, num, plural, stateOf, str } from "./dom.js";
 import {
   addHistory,
@@ -27,7 +31,7 @@ import {
   tickAll,
   tickGauge,
 } from "./gauges.js";
-import { beginOutage, connectionLost, endOutage, logEvent, renderOutage, retryAt, setStatus, shownStatus, stopped } from "./status.js";
+import { beginOutage, connectionLost, endOutage, logEvent, renderOutage, retryAt, setStatus, shownStatus, stopped, unstopped } from "./status.js";
 import { addPoints, type Point } from "./trend.js";
 
 const transport = createGrpcWebTransport({ baseUrl: window.location.origin });
@@ -85,6 +89,8 @@ function onNote(f: FactItem): void {
 
 let historyRunning = false;
 let historyAgain = false;
+/** The retained history has been read once (it is read again after each resync). */
+let historyLoaded = false;
 
 /**
  * readHistory is a bounded read of the events the server retains (up to its
@@ -101,7 +107,7 @@ async function readHistory(): Promise<void> {
     do {
       historyAgain = false;
       const per = new Map<string, Point[]>();
-      const h = subscribe(transport, { snapshot: "retained", topics: ["gauges"], endAtHead: true, signal: AbortSignal.timeout(30_000) });
+      const h = subscribe(transport, { snapshot: "retained", topics: ["gauges"], endAtHead: true, signal: AbortSignal.timeout(30_000), headers: authHeaders() });
       for await (const item of h) {
         if (item.kind !== "fact" || item.type !== "gauge.level") continue;
         const v = item.data?.["level_m"];
@@ -114,6 +120,7 @@ async function readHistory(): Promise<void> {
       for (const [key, pts] of per) {
         if (addHistory(key, pts)) queueRender(gauges.get(key)!);
       }
+      historyLoaded = true;
     } while (historyAgain);
   } catch (e) {
     logEvent("conn", "Could not read the level history", e instanceof Error ? e.message : String(e));
@@ -130,6 +137,7 @@ const REASONS: Record<string, string> = {
   CURSOR_AHEAD: "our position is ahead of the server's",
   SUBSCRIBER_LAGGING: "this page fell too far behind the live stream",
   FACT_OUT_OF_RANGE: "the commit we stopped inside is gone",
+  MALFORMED_CURSOR: "the server could not read our position",
 };
 
 const words = (reason: string) => reason.toLowerCase().replaceAll("_", " ");
@@ -259,6 +267,7 @@ function handle(item: StreamItem): void {
       break;
     case "caught_up":
       onSnapshotDone();
+      if (!historyLoaded) void readHistory();
       logEvent("live", "Live", `caught up at seq ${item.headSeq}`);
       break;
     case "resynced":
@@ -268,12 +277,16 @@ function handle(item: StreamItem): void {
   queueCursor();
 }
 
-const sub = subscribe(transport, {
-  snapshot: "latest_per_key",
-  onUnservable: "snapshot_inline",
-  topics: ["gauges"],
-  onConnection,
-});
+let sub: Subscription;
+const open = (cursor: Cursor | undefined) =>
+  subscribe(transport, {
+    snapshot: "latest_per_key",
+    onUnservable: "snapshot_inline",
+    topics: ["gauges"],
+    onConnection,
+    headers: authHeaders(),
+    ...(cursor ? { cursor } : {}),
+  });
 
 $("resync-close").addEventListener("click", () => {
   $("resync").hidden = true;
@@ -299,19 +312,35 @@ setInterval(() => {
 }, 10_000);
 
 async function run(): Promise<void> {
+  takeFragmentToken();
   setStatus("connecting", "opening stream…");
   renderAcks();
-  void readHistory();
-  try {
-    for await (const item of sub) handle(item);
-    setStatus("stopped", "stream closed");
-    stopped("the stream closed");
-  } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
-    setStatus("stopped", msg);
-    outage(Date.now(), msg);
-    stopped(msg);
-    logEvent("severe", "Stream stopped", msg);
+  let cursor: Cursor | undefined;
+  for (;;) {
+    sub = open(cursor);
+    try {
+      for await (const item of sub) handle(item);
+      setStatus("stopped", "stream closed");
+      stopped("the stream closed");
+      return;
+    } catch (e) {
+      const err = ConnectError.from(e);
+      const msg = err.rawMessage || err.message;
+      setStatus("stopped", err.code === Code.Unauthenticated || err.code === Code.PermissionDenied ? "not authorised" : msg);
+      outage(Date.now(), msg);
+      if (err.code !== Code.Unauthenticated && err.code !== Code.PermissionDenied) {
+        stopped(msg);
+        logEvent("severe", "Stream stopped", msg);
+        return;
+      }
+      // Not authorised: say so plainly and wait for a token, instead of retrying.
+      stopped("not authorised", "Enter an access token below to connect.");
+      logEvent("severe", "Not authorised", msg);
+      await askForToken(err.code === Code.PermissionDenied ? "permission_denied" : "unauthenticated", msg);
+      unstopped();
+      cursor = sub.cursor;
+      setStatus("connecting", "connecting with the token…");
+    }
   }
 }
 void run();

@@ -114,10 +114,20 @@ export function retryAt(at: number | undefined): void {
   renderOutage(Date.now());
 }
 
-/** stopped shows a permanent end: no retry will come. */
-export function stopped(why: string): void {
+let stoppedNext: string | undefined;
+
+/** stopped shows a permanent end: no retry will come (next: what the operator can do). */
+export function stopped(why: string, next?: string): void {
   stoppedWhy = why;
+  stoppedNext = next;
   nextAttemptAt = undefined;
+  renderOutage(Date.now());
+}
+
+/** unstopped: a new attempt starts after a permanent end (a token was entered). */
+export function unstopped(): void {
+  stoppedWhy = undefined;
+  stoppedNext = undefined;
   renderOutage(Date.now());
 }
 
@@ -134,10 +144,11 @@ export function renderOutage(now: number): void {
     return;
   }
   const since = outageSince ?? now;
-  $("outage-title").textContent = stoppedWhy ? "Stream stopped — the board is not current" : "Connection lost — the board is not current";
+  $("outage-title").textContent =
+    stoppedWhy === "not authorised" ? "Not authorised — the board is not current" : stoppedWhy ? "Stream stopped — the board is not current" : "Connection lost — the board is not current";
   $("outage-since").textContent = `No data since ${fmtTime(since)} · ${fmtDuration(now - since)} without current data`;
   let next: string;
-  if (stoppedWhy) next = `The server refused the stream: ${stoppedWhy}. Reload the page to try again.`;
+  if (stoppedWhy) next = `The server refused the stream: ${stoppedWhy}. ${stoppedNext ?? "Reload the page to try again."}`;
   else if (nextAttemptAt !== undefined) next = `Next attempt in ${Math.max(0, Math.ceil((nextAttemptAt - now) / 1000))} s${lastError ? ` · last error: ${lastError}` : ""}`;
   else next = `Connecting now…${lastError ? ` · last error: ${lastError}` : ""}`;
   $("outage-next").textContent = next;

@@ -54,11 +54,11 @@ export function usualInterval(hist: readonly Point[]): number | undefined {
 }
 
 /**
- * ratePerHour is the least-squares slope of the last five minutes of
- * readings in m/h (undefined with fewer than three readings or under a
- * second of history).
+ * rateOfRise is the least-squares slope of the last five minutes of
+ * readings in m/h, with the span it covers (undefined with fewer than three
+ * readings or under a second of history).
  */
-export function ratePerHour(hist: readonly Point[]): number | undefined {
+export function rateOfRise(hist: readonly Point[]): { perHour: number; spanMs: number } | undefined {
   const last = hist.at(-1);
   if (!last) return undefined;
   let i = hist.length - 1;
@@ -76,7 +76,7 @@ export function ratePerHour(hist: readonly Point[]): number | undefined {
   }
   const n = pts.length;
   const d = n * sxx - sx * sx;
-  return d === 0 ? undefined : (n * sxy - sx * sy) / d;
+  return d === 0 ? undefined : { perHour: (n * sxy - sx * sy) / d, spanMs: last.t - t0 };
 }
 
 /**

@@ -17,59 +17,17 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
-import AxeBuilder from "@axe-core/playwright";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 
 import { formatEpoch } from "../../src/index.js";
 import { publish, repoRoot, startServer, type Server } from "../harness.js";
+import { axe, launch, waitFor } from "./chromium.js";
 
-const executablePath = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const inCI = process.env["CI"] === "true";
 const resultsDir = join(repoRoot, "test-results", "console");
 
-async function launch(): Promise<Browser | string> {
-  if (!existsSync(executablePath)) {
-    return `no Chromium at ${executablePath} (apt-get install -y chromium)`;
-  }
-  try {
-    return await chromium.launch({
-      executablePath,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
-  } catch (e) {
-    return `Chromium at ${executablePath} does not start: ${e instanceof Error ? e.message : String(e)}`;
-  }
-}
-
 const levels = (page: Page) =>
   page.$$eval("#board [data-gauge-key]", (els) => Object.fromEntries(els.map((e) => [(e as HTMLElement).dataset["gaugeKey"], e.querySelector(".g-value")?.textContent ?? ""])));
-
-/** axe checks the page against WCAG 2.1 A and AA and fails on any serious or critical violation. */
-async function axe(page: Page, state: string): Promise<void> {
-  const r = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).setLegacyMode(true).analyze();
-  const bad = r.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-  assert.deepEqual(
-    bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`),
-    [],
-    `axe on the ${state} board`,
-  );
-}
-
-/** waitFor waits for a condition in the page; the timeout is only a hang guard. */
-function waitFor<A>(page: Page, fn: (arg: A) => boolean, arg: A, what: string, timeout = 30_000): Promise<unknown> {
-  return page.waitForFunction(fn as (arg: unknown) => boolean, arg as unknown, { timeout, polling: 100 }).catch((e: unknown) => {
-    throw new Error(`waiting for ${what}: ${e instanceof Error ? e.message : String(e)}`);
-  });
-}
 
 const cardsWhere = (page: Page) =>
   page.$$eval("#board [data-gauge-key]", (els) =>
@@ -144,7 +102,7 @@ describe("web console in Chromium", () => {
       await waitFor(page, () => [...document.querySelectorAll<SVGElement>("#board [data-gauge-key] .g-spark")].every((s) => Number(s.dataset["points"]) >= 5 && s.querySelector(".s-line") !== null), null, "sparklines with points");
       assert.equal(await page.locator(".g-spark .s-warn").count(), 12);
       assert.equal(await page.locator(".g-spark .s-severe").count(), 12);
-      assert.match((await page.locator("#board [data-gauge-key] .g-trend").first().textContent()) ?? "", /[+−]\d+\.\d\d m\/h/, "rate of rise shown");
+      assert.match((await page.locator("#board [data-gauge-key] .g-rate").first().textContent()) ?? "", /[+−]\d+\.\d\d m\/h over \d+ (s|min)/, "rate of rise shown");
       assert.equal(await page.locator("details.details").getAttribute("open"), null, "stream details start collapsed");
 
       // ---- alerts ----
@@ -242,6 +200,14 @@ describe("web console in Chromium", () => {
       );
       const cursor = (await page.locator("#cursor").textContent()) ?? "";
       assert.ok(cursor.startsWith(`rc1.${formatEpoch(srv.epoch)}.`), `cursor moved to the new epoch: ${cursor}`);
+      // The trend lines keep the readings from before the restart and add the new instance's.
+      const pointsBefore = await page.$$eval("#board [data-gauge-key] .g-spark", (ss) => ss.map((s) => Number((s as SVGElement).dataset["points"])));
+      await waitFor(
+        page,
+        (before) => [...document.querySelectorAll<SVGElement>("#board [data-gauge-key] .g-spark")].every((s, i) => Number(s.dataset["points"]) > before[i]! && /M.*M/.test(s.querySelector(".s-line")?.getAttribute("d") ?? "")),
+        pointsBefore,
+        "sparklines that go on across the restart, with a break for the outage",
+      );
       await page.screenshot({ path: join(resultsDir, "live-again.png"), fullPage: true });
       assert.deepEqual(errors, [], "no page errors");
       await page.close();
