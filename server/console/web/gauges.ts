@@ -19,9 +19,9 @@ export interface Gauge {
   points: Point[];
   /** From before a resync and not refreshed by its snapshot yet. */
   resyncPending: boolean;
-  /** Not refreshed by a reading that came after the stream was current again. */
+  /** No reading received since the board stopped being current. */
   awaitingLive: boolean;
-  /** When the board stopped being current, for a gauge awaiting a live reading. */
+  /** When the board stopped being current, for a gauge awaiting a reading. */
   staleSince: number;
   note?: { text: string; at: number };
   el: HTMLElement;
@@ -150,7 +150,7 @@ export function setNote(key: string, text: string, at: number): void {
 export function staleness(g: Gauge, now: number, outageSince: number | undefined): { since: number; why: string } | undefined {
   if (outageSince !== undefined) return { since: outageSince, why: "connection lost" };
   if (g.resyncPending) return { since: g.staleSince, why: "awaiting the resync snapshot" };
-  if (g.awaitingLive) return { since: g.staleSince, why: "no reading since live again" };
+  if (g.awaitingLive) return { since: g.staleSince, why: "no reading since the outage" };
   const every = usualInterval(g.points);
   if (every !== undefined && now - g.readingAt > Math.max(STALE_INTERVALS * every, STALE_MIN_MS)) {
     return { since: g.readingAt, why: `silent for over ${STALE_INTERVALS}× its usual ${fmtEvery(every)}` };

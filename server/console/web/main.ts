@@ -36,7 +36,7 @@ import { addPoints, type Point } from "./trend.js";
 
 const transport = createGrpcWebTransport({ baseUrl: window.location.origin });
 
-/** Caught up on the current stream: a reading now is a live one. */
+/** Caught up on the current stream. */
 let live = false;
 /** Between a "resynced" item and the "caught_up" that ends its snapshot. */
 let resync: { text: string } | undefined;
@@ -67,8 +67,9 @@ function onLevel(f: FactItem): void {
   const at = f.eventTime ?? new Date();
   g.readingAt = at.getTime();
   if (typeof d["level_m"] === "number") addPoints(g.points, [pointOf(f, g.level)]);
+  // Any reading that arrives now is newer than the outage; the card is current again once the stream is.
   g.resyncPending = false;
-  if (live) g.awaitingLive = false;
+  g.awaitingLive = false;
   settle(g, prev, at, resync ? "from the snapshot after a resync" : undefined);
 }
 
@@ -212,7 +213,7 @@ function onConnection(e: ConnectionEvent): void {
       const ms = endOutage(Date.now());
       if (ms !== undefined) {
         setOutage(undefined);
-        logEvent("live", "Current again", `after ${Math.round(ms / 1000)} s; each gauge is stale until its next reading`);
+        logEvent("live", "Current again", `after ${Math.round(ms / 1000)} s; gauges without a reading since the outage stay stale until they report`);
       }
       setStatus("live", `caught up at seq ${e.headSeq}`);
       return;
@@ -269,6 +270,10 @@ function handle(item: StreamItem): void {
       onSnapshotDone();
       if (!historyLoaded) void readHistory();
       logEvent("live", "Live", `caught up at seq ${item.headSeq}`);
+      if (item.snapshotEvictedKeys > 0n) {
+        // The server's latest-reading table is bounded (--state-keys): gauges quiet the longest may be missing.
+        logEvent("resync", "Snapshot may be incomplete", `the server has evicted ${item.snapshotEvictedKeys} keys from its latest-reading table; gauges not updated for the longest time may be missing until they report`);
+      }
       break;
     case "resynced":
       onResynced(item);
