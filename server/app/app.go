@@ -25,6 +25,7 @@ import (
 	"github.com/ringcast/ringcast/server/console"
 	"github.com/ringcast/ringcast/server/demo"
 	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/limit"
 	"github.com/ringcast/ringcast/server/metrics"
 	"github.com/ringcast/ringcast/server/rpc"
 	"github.com/ringcast/ringcast/server/sse"
@@ -65,6 +66,9 @@ type Config struct {
 	AllowUnauthenticated bool
 	// Store is where commits live: memory (default), embedded or jetstream.
 	Store Store
+	// Edge bounds clients at the edge: per-client streams and publish
+	// rate, connections, idle and read timeouts (edge.go).
+	Edge Edge
 }
 
 // Defaults returns the documented defaults: those of a zero Config, with
@@ -94,6 +98,7 @@ func (c Config) withDefaults() Config {
 	if c.Auth == "" {
 		c.Auth = AuthNone
 	}
+	c.Edge = c.Edge.withDefaults()
 	return c
 }
 
@@ -118,6 +123,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateSecurity())
 	errs = append(errs, c.Store.validate()...)
+	errs = append(errs, c.Edge.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -132,6 +138,7 @@ type Server struct {
 	// closeStore closes a durable store's connection (and embedded
 	// server) once the hub is closed.
 	closeStore func()
+	limiter    *limit.Limiter
 }
 
 // New builds the hub (minting the epoch and publishing ServerStatus at seq
@@ -167,8 +174,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start hub: %w", err)
 	}
 	mux := http.NewServeMux()
-	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes, connect.WithInterceptors(m.Interceptor()))
-	mux.Handle(rpcPath, guardRPC(mw, rpcHandler))
+	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)
+	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes,
+		connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), readTimeoutInterceptor{}))
+	mux.Handle(rpcPath, guardRPC(mw, withReadTimeout(cfg.Edge.ReadTimeout, rpcHandler)))
 	health := newHealth()
 	health.handle(mux)
 	reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
@@ -176,10 +185,11 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 	m.Watch(h)
 	mux.Handle("/metrics", m.Handler())
-	mux.Handle("/events", guardSSE(mw, sse.New(h, sse.WithLogger(cfg.Logger))))
+	mux.Handle("/events", guardSSE(mw, limiter.SSE(sse.New(h, sse.WithLogger(cfg.Logger)))))
 	mux.Handle("/", console.Handler())
 	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
-	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, health: health, tls: tlsConfig, closeStore: closeStore}, nil
+	m.WatchWriteCuts(guard.cuts.Load)
+	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, health: health, tls: tlsConfig, closeStore: closeStore, limiter: limiter}, nil
 }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
@@ -196,8 +206,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.Handler,
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       s.cfg.Edge.IdleTimeout,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.cfg.Edge.MaxConcurrentStreams},
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
+	ln = s.limiter.Listener(ln, s.cfg.Edge.MaxConns)
 	fresh := newFreshConns()
 	srv.ConnState = fresh.track
 	if s.tls != nil {

@@ -25,6 +25,7 @@ type writeGuard struct {
 
 	mu      sync.Mutex
 	writers map[*guardedWriter]struct{} // guarded by mu; a writer leaves before its handler returns
+	cuts    atomic.Uint64               // responses cut (ringcast_write_timeout_cuts_total)
 }
 
 func newWriteGuard(timeout time.Duration, log *slog.Logger) *writeGuard {
@@ -69,6 +70,9 @@ func (g *writeGuard) sweep(now time.Time) {
 		if since := w.since.Load(); since != 0 && since < limit {
 			// Aborts the blocked write; the stream's Send then fails.
 			_ = w.rc.SetWriteDeadline(now)
+			if !w.cut.Swap(true) {
+				g.cuts.Add(1)
+			}
 			g.log.Info("cut a response whose write was blocked", "after", now.Sub(time.Unix(0, since)).Round(time.Millisecond))
 		}
 	}
@@ -77,6 +81,7 @@ func (g *writeGuard) sweep(now time.Time) {
 // guardedWriter records when each write started (0 = not writing).
 type guardedWriter struct {
 	http.ResponseWriter
+	cut   atomic.Bool // counted as cut
 	rc    *http.ResponseController
 	since atomic.Int64
 }

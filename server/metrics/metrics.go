@@ -36,6 +36,7 @@ type Metrics struct {
 	replayAge   *prometheus.HistogramVec
 	rpc         *rpcMetrics
 	authReject  *prometheus.CounterVec
+	limits      *limitMetrics
 }
 
 var (
@@ -108,6 +109,7 @@ func New() *Metrics {
 			m.authReject.WithLabelValues(f, string(r))
 		}
 	}
+	m.limits = newLimitMetrics(m.reg)
 	return m
 }
 
@@ -131,8 +133,24 @@ func (m *Metrics) Watch(h *hub.Hub) {
 		}, func() float64 { return float64(h.Window()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ringcast_state_table_evictions_total",
-			Help: "Keys dropped from the latest-per-key table because it reached its key limit (LATEST_PER_KEY snapshots no longer hold them).",
+			Help: "Keys dropped from the latest-per-key table because it reached its key or byte limit (LATEST_PER_KEY snapshots no longer hold them).",
 		}, func() float64 { return float64(h.StateEvictions()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringcast_ring_bytes",
+			Help: "Bytes the ring holds: its events' protobuf size plus the encodings cached on them (bounded by --max-ring-bytes).",
+		}, func() float64 { return float64(h.RingBytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringcast_state_table_bytes",
+			Help: "Bytes of the facts the latest-per-key table holds (bounded by --max-state-bytes).",
+		}, func() float64 { return float64(h.StateBytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringcast_effective_window",
+			Help: "Positioned events the ring holds now (head - oldest + 1): below ringcast_window_size when the byte bound drops events first.",
+		}, func() float64 { oldest, head := h.Bounds(); return float64(head + 1 - min(oldest, head+1)) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ringcast_dedupe_refusals_total",
+			Help: "Publishes refused (resource_exhausted) because the dedupe table was full of idempotency keys still inside their window.",
+		}, func() float64 { return float64(h.DedupeRefusals()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "ringcast_instance_info",
 			Help:        "Always 1; labels name the running instance (epoch as in SSE ids and logs) and its version.",

@@ -22,7 +22,8 @@ import (
 var Protocols = []ringcast.Protocol{ringcast.ProtocolConnect, ringcast.ProtocolGRPC, ringcast.ProtocolGRPCWeb}
 
 // Config returns the test defaults: no demo feed, a small window, short
-// timings, no lease.
+// timings, no lease, and no per-client stream or publish-rate bound (every
+// test client is 127.0.0.1; the limits' own tests set them).
 func Config() app.Config {
 	cfg := app.Defaults()
 	cfg.Addr = "127.0.0.1:0"
@@ -30,6 +31,8 @@ func Config() app.Config {
 	cfg.Window = 64
 	cfg.Lease = -1
 	cfg.ShutdownGrace = 2 * time.Second
+	cfg.Edge.MaxStreamsPerClient = -1
+	cfg.Edge.PublishRate = -1
 	return cfg
 }
 

@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/ringcast/ringcast/server/limit"
+)
+
+// Edge bounds what clients may take of the server at its edge: per-client
+// streams and publish rate (package limit), connections, and how long a
+// connection may idle or a request body may take (docs/limits.md). Zero
+// fields take the defaults documented on them.
+type Edge struct {
+	// MaxStreamsPerClient bounds one client's open streams (Connect,
+	// gRPC, gRPC-Web and SSE together). Default 64; negative: no bound.
+	MaxStreamsPerClient int
+	// PublishRate and PublishBurst are one client's token bucket of
+	// commits. Defaults 2,000/s and 4,000; a negative rate: no bound.
+	PublishRate  float64
+	PublishBurst int
+	// MaxConns bounds the connections held at once. Default 80% of the
+	// open-file limit; negative: no bound.
+	MaxConns int
+	// IdleTimeout closes a connection with no request in flight (HTTP/1.1
+	// keep-alive, HTTP/2 with no open stream, an h2c connection that sent
+	// only its preface). Default 2m.
+	IdleTimeout time.Duration
+	// ReadTimeout bounds reading a request body (a unary call's message,
+	// or a stream's one request message). Default 30s.
+	ReadTimeout time.Duration
+	// MaxConcurrentStreams bounds the streams one HTTP/2 connection may
+	// have open. Default 250.
+	MaxConcurrentStreams int
+}
+
+func (e Edge) withDefaults() Edge {
+	if e.MaxStreamsPerClient == 0 {
+		e.MaxStreamsPerClient = 64
+	}
+	if e.PublishRate == 0 {
+		e.PublishRate = 2000
+	}
+	if e.PublishBurst == 0 {
+		e.PublishBurst = 4000
+	}
+	if e.MaxConns == 0 {
+		e.MaxConns = limit.DefaultMaxConns()
+	}
+	if e.IdleTimeout == 0 {
+		e.IdleTimeout = 2 * time.Minute
+	}
+	if e.ReadTimeout == 0 {
+		e.ReadTimeout = 30 * time.Second
+	}
+	if e.MaxConcurrentStreams == 0 {
+		e.MaxConcurrentStreams = 250
+	}
+	return e
+}
+
+func (e Edge) validate() []error {
+	var errs []error
+	if e.PublishRate > 0 && e.PublishBurst < 1 {
+		errs = append(errs, errors.New("publish-burst must be at least 1"))
+	}
+	if e.IdleTimeout < time.Second {
+		errs = append(errs, errors.New("idle-timeout must be at least 1s"))
+	}
+	if e.ReadTimeout < 100*time.Millisecond {
+		errs = append(errs, errors.New("read-timeout must be at least 100ms"))
+	}
+	if e.MaxConcurrentStreams < 1 || e.MaxConcurrentStreams > 1<<20 {
+		errs = append(errs, errors.New("max-h2-streams must be between 1 and 1048576"))
+	}
+	if e.MaxConns > 0 && e.MaxConns < 16 {
+		errs = append(errs, errors.New("max-conns must be at least 16 (or negative for no bound)"))
+	}
+	return errs
+}
+
+func (e Edge) limiter(cfg Config, observe func(string)) *limit.Limiter {
+	return limit.New(limit.Config{
+		MaxStreams:   e.MaxStreamsPerClient,
+		PublishRate:  e.PublishRate,
+		PublishBurst: e.PublishBurst,
+		Observer:     observe,
+		Logger:       cfg.Logger,
+	})
+}
+
+type readDoneKey struct{}
+
+// withReadTimeout bounds how long reading a request's body may take: the
+// read deadline is set when the request arrives, and cleared once a
+// stream's request message has been read (readTimeoutInterceptor), so a
+// long stream is not cut by it. A body trickled slower fails the request
+// and closes its connection.
+func withReadTimeout(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(d))
+		clear := func() { _ = rc.SetReadDeadline(time.Time{}) }
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), readDoneKey{}, clear)))
+	})
+}
+
+// readTimeoutInterceptor clears a stream's read deadline after its request
+// message has been read.
+type readTimeoutInterceptor struct{}
+
+func (readTimeoutInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
+
+func (readTimeoutInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (readTimeoutInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		clear, _ := ctx.Value(readDoneKey{}).(func())
+		if clear == nil {
+			return next(ctx, conn)
+		}
+		return next(ctx, &clearOnReceive{StreamingHandlerConn: conn, clear: clear})
+	}
+}
+
+type clearOnReceive struct {
+	connect.StreamingHandlerConn
+	clear func()
+}
+
+func (c *clearOnReceive) Receive(msg any) error {
+	err := c.StreamingHandlerConn.Receive(msg)
+	c.clear()
+	return err
+}

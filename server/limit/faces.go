@@ -1,0 +1,135 @@
+package limit
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/auth"
+)
+
+// connectError is a refusal as connect sends it: resource_exhausted (HTTP
+// 429 on Connect unary) with a Retry-After header.
+func connectError(err error) error {
+	ce := connect.NewError(connect.CodeResourceExhausted, err)
+	if e, ok := AsError(err); ok {
+		ce.Meta().Set("Retry-After", e.RetryAfterSeconds())
+	}
+	return ce
+}
+
+// Interceptor applies the limits to the Connect handler (Connect, gRPC,
+// gRPC-Web): a SubscribeEvents stream takes one of its client's stream
+// slots while it lasts; Publish takes one token of its client's bucket and
+// PublishBatch one per commit. Install it outside validation, so refused
+// requests cost nothing more.
+func (l *Limiter) Interceptor() connect.Interceptor { return interceptor{l} }
+
+type interceptor struct{ l *Limiter }
+
+func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		n := 0
+		switch req.Spec().Procedure {
+		case ringcastv1connect.EventServicePublishProcedure:
+			n = 1
+		case ringcastv1connect.EventServicePublishBatchProcedure:
+			b, _ := req.Any().(*ringcastv1.PublishBatchRequest)
+			n = max(1, len(b.GetCommits()))
+		}
+		if n > 0 {
+			if err := i.l.AllowPublish(auth.ClientID(ctx, req.Peer().Addr), n); err != nil {
+				return nil, connectError(err)
+			}
+		}
+		return next(ctx, req)
+	}
+}
+
+func (i interceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		if conn.Spec().Procedure != ringcastv1connect.EventServiceSubscribeEventsProcedure {
+			return next(ctx, conn)
+		}
+		release, err := i.l.OpenStream(auth.ClientID(ctx, conn.Peer().Addr))
+		if err != nil {
+			return connectError(err)
+		}
+		defer release()
+		return next(ctx, conn)
+	}
+}
+
+// SSE applies the stream limit to GET /events: over it, 429 with
+// Retry-After and a one-line reason (EventSource then stops, as it does on
+// any non-200; a page should retry later).
+func (l *Limiter) SSE(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, err := l.OpenStream(auth.ClientID(r.Context(), r.RemoteAddr))
+		if err != nil {
+			if e, ok := AsError(err); ok {
+				w.Header().Set("Retry-After", e.RetryAfterSeconds())
+			}
+			http.Error(w, "resource_exhausted: "+err.Error(), http.StatusTooManyRequests)
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Listener bounds the connections a server holds: past max, a new
+// connection is closed at once (and counted and logged as the "conns"
+// limit) instead of waiting in the backlog, so the connections already
+// held keep being served. max < 0: no bound.
+func (l *Limiter) Listener(ln net.Listener, max int) net.Listener {
+	if max < 0 {
+		return ln
+	}
+	return &listener{Listener: ln, l: l, max: int64(max)}
+}
+
+type listener struct {
+	net.Listener
+	l      *Limiter
+	max    int64
+	active atomic.Int64
+}
+
+func (ln *listener) Accept() (net.Conn, error) {
+	for {
+		c, err := ln.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ln.active.Add(1) > ln.max {
+			ln.active.Add(-1)
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			_ = c.Close()
+			ln.l.refuseConn("ip:"+host, int(ln.max))
+			continue
+		}
+		return &conn{Conn: c, ln: ln}, nil
+	}
+}
+
+type conn struct {
+	net.Conn
+	ln   *listener
+	once sync.Once
+}
+
+func (c *conn) Close() error {
+	c.once.Do(func() { c.ln.active.Add(-1) })
+	return c.Conn.Close()
+}

@@ -1,0 +1,223 @@
+// Package limit bounds what one client may take of a ringcast server: open
+// streams and a publish rate (a token bucket), on every face. A client is
+// auth.ClientID: the token's sub when auth is on, else the remote IP.
+//
+// Over a limit a request is refused with resource_exhausted — HTTP 429 with
+// Retry-After on the SSE face and on Connect unary calls — logged once per
+// client and limit per minute, and counted (Observer) by limit name.
+package limit
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The limit names, as ringcast_limit_rejections_total{limit} labels them.
+const (
+	Streams = "streams_per_client"
+	Publish = "publish_rate"
+	Conns   = "conns"
+)
+
+// Names are every limit name, for metrics to pre-register.
+var Names = []string{Streams, Publish, Conns}
+
+// Config sets the per-client limits. Zero fields take the defaults
+// documented on them; negative ones disable their limit.
+type Config struct {
+	// MaxStreams is how many streams (SubscribeEvents and SSE) one
+	// client may hold open at once. Default 64.
+	MaxStreams int
+	// PublishRate is the commits per second one client may publish on
+	// average, and PublishBurst how many it may publish at once (the
+	// bucket's size). Defaults 2,000 and 4,000: far above what a normal
+	// publisher sends, far below what turns the ring over in a second.
+	PublishRate  float64
+	PublishBurst int
+	// Observer counts rejections by limit name. Default: none.
+	Observer func(limit string)
+	// Logger receives one line per client and limit per minute while it
+	// is refused. Default: discard.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.MaxStreams == 0 {
+		c.MaxStreams = 64
+	}
+	if c.PublishRate == 0 {
+		c.PublishRate = 2000
+	}
+	if c.PublishBurst == 0 {
+		c.PublishBurst = 4000
+	}
+	if c.Observer == nil {
+		c.Observer = func(string) {}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Error is a refusal: which limit, and when trying again makes sense.
+type Error struct {
+	Limit      string
+	RetryAfter time.Duration
+	msg        string
+}
+
+func (e *Error) Error() string { return e.msg }
+
+// RetryAfterSeconds is the Retry-After header value: whole seconds, at
+// least 1.
+func (e *Error) RetryAfterSeconds() string {
+	return strconv.Itoa(max(1, int(math.Ceil(e.RetryAfter.Seconds()))))
+}
+
+// AsError returns err's *Error, if it is one.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// Limiter keeps every client's count of open streams and publish bucket.
+// It is safe for concurrent use.
+type Limiter struct {
+	cfg   Config
+	now   func() time.Time
+	mu    sync.Mutex
+	byID  map[string]*client
+	calls int // since the last sweep
+}
+
+type client struct {
+	streams int
+	tokens  float64
+	refill  time.Time            // when tokens was last brought up to date
+	logged  map[string]time.Time // last log line per limit
+}
+
+// New returns a Limiter for cfg.
+func New(cfg Config) *Limiter {
+	return &Limiter{cfg: cfg.WithDefaults(), now: time.Now, byID: make(map[string]*client)}
+}
+
+// get returns id's state, creating it with a full bucket. l.mu is held.
+func (l *Limiter) get(id string, now time.Time) *client {
+	c := l.byID[id]
+	if c == nil {
+		c = &client{tokens: float64(l.cfg.PublishBurst), refill: now}
+		l.byID[id] = c
+	}
+	if l.calls++; l.calls >= 4096 {
+		l.sweep(now)
+	}
+	return c
+}
+
+// sweep forgets clients with no stream open and a full bucket: they are
+// indistinguishable from new ones. l.mu is held.
+func (l *Limiter) sweep(now time.Time) {
+	l.calls = 0
+	full := time.Duration(float64(l.cfg.PublishBurst) / l.cfg.PublishRate * float64(time.Second))
+	for id, c := range l.byID {
+		if c.streams == 0 && now.Sub(c.refill) >= full && now.Sub(lastLog(c)) >= time.Minute {
+			delete(l.byID, id)
+		}
+	}
+}
+
+func lastLog(c *client) (t time.Time) {
+	for _, at := range c.logged {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+// refuse counts, logs (once per client and limit per minute) and returns
+// a refusal. l.mu is held.
+func (l *Limiter) refuse(id string, c *client, now time.Time, e *Error) *Error {
+	l.cfg.Observer(e.Limit)
+	if c.logged == nil {
+		c.logged = make(map[string]time.Time)
+	}
+	if at, ok := c.logged[e.Limit]; !ok || now.Sub(at) >= time.Minute {
+		c.logged[e.Limit] = now
+		l.cfg.Logger.Warn("client over a limit; refusing with resource_exhausted (logged once a minute per client)", "client", id, "limit", e.Limit, "error", e.msg)
+	}
+	return e
+}
+
+// OpenStream reserves one of id's stream slots. Call release when the
+// stream ends.
+func (l *Limiter) OpenStream(id string) (release func(), err error) {
+	if l.cfg.MaxStreams < 0 {
+		return func() {}, nil
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.get(id, now)
+	if c.streams >= l.cfg.MaxStreams {
+		return nil, l.refuse(id, c, now, &Error{
+			Limit:      Streams,
+			RetryAfter: 5 * time.Second,
+			msg:        fmt.Sprintf("this client already holds %d streams, the most allowed (max-streams-per-client); close one first", c.streams),
+		})
+	}
+	c.streams++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			c.streams--
+			l.mu.Unlock()
+		})
+	}, nil
+}
+
+// AllowPublish takes n commits from id's bucket, or refuses them all.
+func (l *Limiter) AllowPublish(id string, n int) error {
+	if l.cfg.PublishRate < 0 {
+		return nil
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.get(id, now)
+	burst := float64(l.cfg.PublishBurst)
+	c.tokens = min(burst, c.tokens+now.Sub(c.refill).Seconds()*l.cfg.PublishRate)
+	c.refill = now
+	if need := float64(n); need > c.tokens {
+		wait := time.Duration((min(need, burst) - c.tokens) / l.cfg.PublishRate * float64(time.Second))
+		return l.refuse(id, c, now, &Error{
+			Limit:      Publish,
+			RetryAfter: wait,
+			msg:        fmt.Sprintf("publish rate over %g commits/s (burst %d) for this client (publish-rate); retry after %v", l.cfg.PublishRate, l.cfg.PublishBurst, wait.Round(time.Millisecond)),
+		})
+	}
+	c.tokens -= float64(n)
+	return nil
+}
+
+// Conn counts a refused connection (see Listener) for metrics and logs.
+func (l *Limiter) refuseConn(id string, max int) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refuse(id, l.get(id, now), now, &Error{Limit: Conns, msg: fmt.Sprintf("the server holds %d connections, the most allowed (max-conns)", max)})
+}
+
+// DefaultMaxConns is the default connection bound: 80% of the open-file
+// limit, leaving the rest for the store, logs and the listener itself.
+func DefaultMaxConns() int { return max(16, OpenFileLimit()*8/10) }
