@@ -159,11 +159,19 @@ func (c Config) Validate() error {
 	if c.Window < 1 || c.Window > 1<<24 {
 		errs = append(errs, errors.New("window must be between 1 and 16777216"))
 	}
-	if c.Heartbeat <= 0 {
-		errs = append(errs, errors.New("heartbeat must be positive"))
+	if c.Heartbeat < 100*time.Millisecond {
+		errs = append(errs, errors.New("heartbeat must be at least 100ms (every idle stream sends one per interval)"))
 	}
 	if c.Coalesce < 0 {
 		errs = append(errs, errors.New("coalesce must not be negative"))
+	} else if c.Coalesce > c.Heartbeat {
+		errs = append(errs, errors.New("coalesce must not exceed the heartbeat interval"))
+	}
+	if c.DedupeKeys < 1 || c.DedupeKeys > 1<<24 {
+		errs = append(errs, errors.New("dedupe-keys must be between 1 and 16777216"))
+	}
+	if c.DedupeWindow < time.Second {
+		errs = append(errs, errors.New("dedupe-window must be at least 1s"))
 	}
 	if c.StateKeys < 1 || c.StateKeys > 1<<24 {
 		errs = append(errs, errors.New("state-keys must be between 1 and 16777216"))
@@ -181,7 +189,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("max-fact-bytes must not exceed max-ring-bytes"))
 	}
 	if c.MaxDataDepth < 1 || c.MaxDataDepth > 100 {
-		errs = append(errs, errors.New("max-data-depth must be between 1 and 100 (protobuf decoders stop at 100 levels of JSON objects)"))
+		errs = append(errs, errors.New("max-data-depth must be between 1 and 100"))
 	}
 	if c.MaxRequestBytes < 1024 || c.MaxRequestBytes > 1<<30 {
 		errs = append(errs, errors.New("max-request-bytes must be between 1024 and 1073741824"))

@@ -376,7 +376,7 @@ func TestCommitFindingStreamsIdleIsNotHeld(t *testing.T) {
 // once per heartbeat interval (a Progress with the covered position), long
 // before W/4 commits have passed.
 func TestFilteredStreamGetsProgressWhileUnrelatedCommitsFlow(t *testing.T) {
-	h := newHub(t, hub.Config{Window: 4096, Heartbeat: 50 * time.Millisecond})
+	h := newHub(t, hub.Config{Window: 4096, Heartbeat: 100 * time.Millisecond})
 	progress := make(chan uint64, 16)
 	sink := sinkFunc(func(m *ringcastv1.SubscribeEventsResponse) error {
 		if m.GetProgress() != nil {

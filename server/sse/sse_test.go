@@ -248,7 +248,7 @@ func TestProgressForFilteredStream(t *testing.T) {
 // TestHeartbeatComment: an idle stream gets heartbeat comment lines.
 func TestHeartbeatComment(t *testing.T) {
 	cfg := ringtest.Config()
-	cfg.Heartbeat = 50 * time.Millisecond
+	cfg.Heartbeat = 100 * time.Millisecond
 	srv := ringtest.Start(t, cfg)
 	s := open(t, srv.URL, "", "")
 	s.untilCaughtUp()

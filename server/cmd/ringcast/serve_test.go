@@ -173,3 +173,28 @@ func TestStoreErrorsExitNonZero(t *testing.T) {
 		}
 	}
 }
+
+// TestNonsensicalConfigIsRefusedWithOneErrorPerValue: values that would
+// silently disable a guarantee or flood streams are refused at start, all
+// of them reported together, one line each, before anything listens —
+// from flags and from RINGCAST_* alike.
+func TestNonsensicalConfigIsRefusedWithOneErrorPerValue(t *testing.T) {
+	t.Setenv("RINGCAST_MAX_FACT_BYTES", "10")
+	var out, errOut bytes.Buffer
+	code := run([]string{"serve", "--addr", "127.0.0.1:0",
+		"--dedupe-keys", "-5", "--heartbeat", "1us", "--coalesce", "1s", "--state-keys", "0",
+		"--max-data-depth", "1000", "--publish-burst", "-1", "--idle-timeout", "1ms", "--max-conns", "3",
+	}, strings.NewReader(""), &out, &errOut)
+	if code == 0 {
+		t.Fatal("serve accepted the configuration")
+	}
+	for _, want := range []string{
+		"dedupe-keys must be", "heartbeat must be at least 100ms", "coalesce must not exceed the heartbeat",
+		"max-fact-bytes must be", "max-data-depth must be", "publish-burst must be",
+		"idle-timeout must be", "max-conns must be",
+	} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}
