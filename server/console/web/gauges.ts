@@ -3,7 +3,7 @@
 // severity counts.
 import { alert, isAcknowledged, renderAcks } from "./alerts.js";
 import { $, el, fmtAge, fmtEvery, fmtLevel, fmtTime, rank, titleCase, type GaugeState } from "./dom.js";
-import { addPoints, drawSparkline, eta, rateOfRise, usualInterval, type Point } from "./trend.js";
+import { RATE_MIN_MS, addPoints, drawSparkline, eta, rateOfRise, usualInterval, type Point } from "./trend.js";
 
 export interface Gauge {
   key: string;
@@ -187,7 +187,7 @@ function renderGauge(g: Gauge, now: number): void {
   tr.dataset["trend"] = g.trend;
   c.querySelector(".g-rate-value")!.textContent = rate
     ? `${rate.perHour >= 0 ? "+" : "−"}${Math.abs(rate.perHour).toFixed(2)} m/h over ${rate.spanMs < 90_000 ? `${Math.max(1, Math.round(rate.spanMs / 1000))} s` : `${Math.round(rate.spanMs / 60_000)} min`}`
-    : "rate: not enough readings yet";
+    : `rate of rise: after ${RATE_MIN_MS / 1000} s of readings`;
   const svg = c.querySelector<SVGSVGElement>(".g-spark")!;
   const span = drawSparkline(svg, g.points, g.warning, g.severe, now);
   const mins = Math.max(1, Math.round(span / 60_000));

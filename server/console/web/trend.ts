@@ -14,6 +14,8 @@ export const KEEP_MS = 30 * 60_000;
 export const SPARK_MS = 15 * 60_000;
 const KEEP_POINTS = 5000;
 const RATE_MS = 5 * 60_000;
+/** A rate from less than this much history is noise, not a trend. */
+export const RATE_MIN_MS = 10_000;
 
 /**
  * addPoints merges readings into a sorted history, once per commit (a
@@ -56,7 +58,7 @@ export function usualInterval(hist: readonly Point[]): number | undefined {
 /**
  * rateOfRise is the least-squares slope of the last five minutes of
  * readings in m/h, with the span it covers (undefined with fewer than three
- * readings or under a second of history).
+ * readings or under RATE_MIN_MS of history).
  */
 export function rateOfRise(hist: readonly Point[]): { perHour: number; spanMs: number } | undefined {
   const last = hist.at(-1);
@@ -64,7 +66,7 @@ export function rateOfRise(hist: readonly Point[]): { perHour: number; spanMs: n
   let i = hist.length - 1;
   while (i > 0 && hist[i - 1]!.t >= last.t - RATE_MS) i--;
   const pts = hist.slice(i);
-  if (pts.length < 3 || last.t - pts[0]!.t < 1000) return undefined;
+  if (pts.length < 3 || last.t - pts[0]!.t < RATE_MIN_MS) return undefined;
   const t0 = pts[0]!.t;
   let sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const p of pts) {

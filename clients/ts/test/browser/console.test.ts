@@ -102,7 +102,7 @@ describe("web console in Chromium", () => {
       await waitFor(page, () => [...document.querySelectorAll<SVGElement>("#board [data-gauge-key] .g-spark")].every((s) => Number(s.dataset["points"]) >= 5 && s.querySelector(".s-line") !== null), null, "sparklines with points");
       assert.equal(await page.locator(".g-spark .s-warn").count(), 12);
       assert.equal(await page.locator(".g-spark .s-severe").count(), 12);
-      assert.match((await page.locator("#board [data-gauge-key] .g-rate").first().textContent()) ?? "", /[+−]\d+\.\d\d m\/h over \d+ (s|min)/, "rate of rise shown");
+      await waitFor(page, () => /[+−]\d+\.\d\d m\/h over \d+ (s|min)/.test(document.querySelector("#board [data-gauge-key] .g-rate")?.textContent ?? ""), null, "the rate of rise, once there are 10 s of readings");
       assert.equal(await page.locator("details.details").getAttribute("open"), null, "stream details start collapsed");
 
       // ---- alerts ----
