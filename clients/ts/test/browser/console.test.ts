@@ -240,6 +240,39 @@ describe("web console in Chromium", () => {
     }
   });
 
+  it("draws a gauge's retained readings on load, before any live one", async (t) => {
+    if (skip(t)) return;
+    const srv = await startServer(["--demo=false"]);
+    try {
+      // Twelve readings of one gauge, all published before the page opens: only the retained read can draw them.
+      for (let i = 0; i < 12; i++) {
+        await publish(srv.url, [{ topic: "gauges/ribble/g-960", type: "gauge.level", key: "g-960", data: { name: "Ribble at Test Gauge", catchment: "ribble", level_m: 1 + (i % 4) / 10, warning_m: 2, severe_m: 3 } }]);
+      }
+      const page = await browser!.newPage({ viewport: { width: 1000, height: 800 } });
+      await page.goto(srv.url + "/");
+      await waitFor(page, () => document.querySelector<SVGElement>("#board [data-gauge-key=g-960] .g-spark")?.dataset["points"] === "12", null, "all twelve retained readings in the sparkline");
+      assert.ok(await page.locator("#board [data-gauge-key=g-960] .g-spark .s-line").count(), "a line is drawn");
+
+      // The sound toggle for severe alerts is a pressed/unpressed button kept for the tab.
+      const sound = page.locator("#sound");
+      assert.equal(await sound.getAttribute("aria-pressed"), "false");
+      await sound.click();
+      assert.equal(await sound.getAttribute("aria-pressed"), "true");
+      assert.equal(await page.evaluate(() => sessionStorage.getItem("ringcast.console.sound")), "true");
+
+      // Keyboard focus is visible.
+      await page.keyboard.press("Tab");
+      const outline = await page.evaluate(() => {
+        const s = getComputedStyle(document.activeElement!);
+        return { style: s.outlineStyle, width: s.outlineWidth, what: document.activeElement!.textContent };
+      });
+      assert.ok(outline.style !== "none" && outline.width !== "0px", `focus outline on ${outline.what}: ${JSON.stringify(outline)}`);
+      await page.close();
+    } finally {
+      await srv.stop();
+    }
+  });
+
   it("is usable on a 390 px wide phone", async (t) => {
     if (skip(t)) return;
     const srv = await startServer(["--demo-interval", "200ms"]);
