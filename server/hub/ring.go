@@ -27,6 +27,8 @@ type ring struct {
 	head     uint64
 	maxBytes int64
 	bytes    atomic.Int64
+	// evicted indexes the topics of the events that have left the ring.
+	evicted evictedTopics
 }
 
 func newRing(capacity int, maxBytes int64) *ring {
@@ -64,6 +66,7 @@ func (r *ring) push(ev *Event) {
 
 func (r *ring) evictOldest() {
 	i := r.low % r.capacity()
+	r.evicted.note(r.slots[i])
 	r.slots[i].evict()
 	r.slots[i] = nil
 	r.low++

@@ -319,11 +319,18 @@ func (s *stream) checkCaughtUp() error {
 // read copies the stream's next events out of the ring (at most maxBatch,
 // none past until_seq), with the hub's state and the channel that closes
 // when head next advances. A stream behind the ring reads on from the Log
-// (wake nil); without one it gets ResyncRequired(SUBSCRIBER_LAGGING).
+// (wake nil); without one it gets ResyncRequired(SUBSCRIBER_LAGGING) — unless
+// its filter would have skipped every event that left the ring
+// (evictedTopics): then it reads on from the oldest retained event.
 func (s *stream) read(ctx context.Context) (batch []*Event, draining bool, wake <-chan struct{}, err error) {
 	h := s.h
 	h.mu.RLock()
 	oldest, head := h.ring.oldest(), h.ring.head
+	if s.next < oldest && h.log == nil && s.match != nil && !h.ring.evicted.missed(s.req.Topics, s.next) {
+		// Lapped, but the filter would have skipped everything that
+		// left the ring: cover it and read on from oldest.
+		s.next, s.coveredAt = oldest, h.ring.evicted.lastAt
+	}
 	if s.next < oldest {
 		h.mu.RUnlock()
 		if h.log != nil {

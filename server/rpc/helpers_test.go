@@ -58,6 +58,7 @@ type stream struct {
 	t      *testing.T
 	s      *connect.ServerStreamForClient[ringcastv1.SubscribeEventsResponse]
 	cancel context.CancelFunc
+	last   *ringcastv1.SubscribeEventsResponse // the last message received
 }
 
 func subscribe(t *testing.T, c ringcastv1connect.EventServiceClient, req *ringcastv1.SubscribeEventsRequest) *stream {
@@ -78,13 +79,19 @@ func (st *stream) close() {
 	_ = st.s.Close()
 }
 
-// next returns the next message, failing the test if the stream ended.
+// next returns the next message, failing the test if the stream ended; the
+// failure names how it ended: its error, or for an OK end the last message
+// (a ResyncRequired, say).
 func (st *stream) next() *ringcastv1.SubscribeEventsResponse {
 	st.t.Helper()
 	if !st.s.Receive() {
-		st.t.Fatalf("stream ended early: %v", st.s.Err())
+		if err := st.s.Err(); err != nil {
+			st.t.Fatalf("stream ended early with %v (last message: %v)", err, st.last)
+		}
+		st.t.Fatalf("stream ended early with an OK status; its last message: %v", st.last)
 	}
-	return st.s.Msg()
+	st.last = st.s.Msg()
+	return st.last
 }
 
 // until reads messages up to and including the first one ok accepts.
