@@ -19,7 +19,7 @@ func SaveCursor(path string, c Cursor) (err error) {
 		return err
 	}
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("save cursor: %w", err)
 	}
@@ -70,4 +70,38 @@ func LoadCursor(path string) (Cursor, error) {
 		return Cursor{}, fmt.Errorf("load cursor from %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// tempPrefix is how the names of SaveCursor's temporary files for path
+// begin; os.CreateTemp appends random digits.
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp" }
+
+// RemoveCursorTemps removes the temporary files that SaveCursor calls for
+// path left behind when their process was killed in the middle of a save
+// (after creating the temporary file, before renaming it over path). Call
+// it at start, before saving, from the cursor file's only writer: a save in
+// flight in another process would lose its temporary file and fail.
+func RemoveCursorTemps(path string) error {
+	dir, prefix := filepath.Dir(path), tempPrefix(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("remove stale cursor temporaries: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("remove stale cursor temporaries: %w", errors.Join(errs...))
+	}
+	return nil
 }

@@ -26,9 +26,20 @@ lines carry "signal" and never "topic" or "type":
   {"signal":"caught_up","head_seq":12}
   {"signal":"resynced","reason":"epoch_mismatch","requested_seq":40,"oldest_seq":1,"head_seq":3,"inline":false}
 seq values are JSON numbers (exact up to 2^53); epochs never appear as
-numbers. With --cursor-file the cursor is saved after every line, so a
-later run continues with the next fact; SIGINT/SIGTERM stops between two
-lines and exits 0.`
+numbers.
+
+With --cursor-file the cursor is saved (atomically, synced) after every
+line, so a later run continues with the next fact:
+  - SIGINT/SIGTERM: exactly once. tail stops between two lines, saves the
+    cursor of the last line written and exits 0; the next run prints the
+    next fact.
+  - SIGKILL (or a crash, or power loss): at least once, with at most one
+    line repeated. A kill after a line was written but before its cursor
+    was saved makes the next run print that one fact line again (same seq
+    and index); nothing is ever skipped. A consumer that must see each fact
+    once drops a line whose (seq, index) is not after the last it kept.
+  - Temporary files of a save interrupted by a kill (.NAME.tmpDIGITS next to
+    the cursor file) are removed when the next run starts.`
 
 func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cf clientFlags
@@ -70,6 +81,9 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var cur ringcast.Cursor
 	if *cursorFile != "" {
 		if cur, err = ringcast.LoadCursor(*cursorFile); err != nil {
+			return err
+		}
+		if err := ringcast.RemoveCursorTemps(*cursorFile); err != nil {
 			return err
 		}
 	}
