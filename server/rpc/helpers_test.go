@@ -63,7 +63,9 @@ type stream struct {
 
 func subscribe(t *testing.T, c ringcastv1connect.EventServiceClient, req *ringcastv1.SubscribeEventsRequest) *stream {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// A hang guard only: on a busy machine a stream that carries a large
+	// backlog under -race can take tens of seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	s, err := c.SubscribeEvents(ctx, connect.NewRequest(req))
 	if err != nil {
 		cancel()

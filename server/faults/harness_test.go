@@ -1,0 +1,240 @@
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	ringcast "github.com/ringcast/ringcast/clients/go"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/ringtest/faultproxy"
+	"github.com/ringcast/ringcast/server/ringtest/history"
+)
+
+// fastBackoff keeps reconnects quick so a scenario stays short.
+var fastBackoff = ringcast.Backoff{Min: 5 * time.Millisecond, Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Reset: time.Second}
+
+// run is one scenario in progress: a server behind a proxy, a publisher
+// straight to the server, consumers through the proxy, and the history.
+type run struct {
+	t     testing.TB
+	proto ringcast.Protocol
+	srv   *server
+	proxy *faultproxy.Proxy
+	hist  *history.History
+	seed  uint64
+
+	// pubMu is held by each publish and by a server kill or restart, so no
+	// publish is in flight when the server dies: every commit the server
+	// made was receipted.
+	pubMu     sync.Mutex
+	published int // commits, guarded by pubMu
+	last      struct{ epoch, seq uint64 }
+
+	wg        sync.WaitGroup // consumers
+	pubWG     sync.WaitGroup // the publisher
+	stopPub   context.CancelFunc
+	stopCons  context.CancelFunc
+	consumers []*consumer
+}
+
+// consumer is one Go-client consumer's progress.
+type consumer struct {
+	name string
+	rec  *history.Consumer
+
+	mu       sync.Mutex
+	at       struct{ epoch, seq uint64 } // the last commit it was given whole
+	restarts int
+}
+
+// newRun starts a server with args behind a proxy.
+func newRun(t testing.TB, p ringcast.Protocol, seed uint64, args ...string) *run {
+	t.Helper()
+	srv := startServer(t, append([]string{"--window", "65536", "--heartbeat", "250ms"}, args...)...)
+	proxy := faultproxy.New(t, srv.addr)
+	return &run{t: t, proto: p, srv: srv, proxy: proxy, hist: history.New(), seed: seed}
+}
+
+// publish runs a publisher until stop: commits of 1–4 facts, one every
+// pause, each with an idempotency key so a retry never commits twice.
+func (r *run) publish(pause time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stopPub = cancel
+	hc := ringcast.NewHTTPClient(ringcast.ProtocolConnect)
+	c := ringcast.NewClient(r.srv.URL(), ringcast.WithHTTPClient(hc))
+	rng := rand.New(rand.NewPCG(r.seed, 2))
+	r.pubWG.Go(func() {
+		defer hc.CloseIdleConnections()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			facts := make([]*ringcastv1.Fact, 1+rng.IntN(4))
+			for i := range facts {
+				data, _ := structpb.NewStruct(map[string]any{"n": float64(n), "i": float64(i)})
+				facts[i] = &ringcastv1.Fact{Topic: "faults/t", Type: "fault.test", Payload: &ringcastv1.Fact_Data{Data: data}}
+			}
+			r.pubMu.Lock()
+			key := fmt.Sprintf("p-%d", n)
+			var res *ringcastv1.PublishResponse
+			var err error
+			for attempt := range 20 { // a stale keep-alive connection after a restart fails once
+				// Not cancelled by stop: a publish the server committed
+				// must get its receipt.
+				pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
+				res, err = c.Publish(pctx, facts, key)
+				pcancel()
+				if err == nil {
+					break
+				}
+				hc.CloseIdleConnections()
+				time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+			}
+			if err == nil {
+				r.hist.Published(res.InstanceEpoch, res.Seq, len(facts))
+				r.published++
+				r.last.epoch, r.last.seq = res.InstanceEpoch, res.Seq
+			}
+			r.pubMu.Unlock()
+			if err != nil {
+				r.t.Errorf("publish: %v", err)
+				return
+			}
+		}
+	})
+}
+
+// consume starts n consumers through the proxy. With restartWithin > 0
+// each stops after a random 1..restartWithin facts (mostly mid-commit),
+// and starts again from its persisted cursor (its text form), over and
+// over.
+func (r *run) consume(n, restartWithin int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stopCons = cancel
+	for i := range n {
+		cs := &consumer{name: fmt.Sprintf("%s-%d", r.proto, i)}
+		cs.rec = r.hist.Consumer(cs.name)
+		r.consumers = append(r.consumers, cs)
+		rng := rand.New(rand.NewPCG(r.seed, uint64(100+i)))
+		r.wg.Go(func() { r.consumer(ctx, cs, rng, restartWithin) })
+	}
+}
+
+func (r *run) consumer(ctx context.Context, cs *consumer, rng *rand.Rand, restartWithin int) {
+	hc := ringcast.NewHTTPClient(r.proto)
+	defer hc.CloseIdleConnections()
+	c := ringcast.NewClient(r.proxy.URL(), ringcast.WithProtocol(r.proto), ringcast.WithHTTPClient(hc), ringcast.WithBackoff(fastBackoff))
+	persisted := "" // the cursor as an application would store it
+	for ctx.Err() == nil {
+		var cur ringcast.Cursor
+		if persisted != "" {
+			var err error
+			if cur, err = ringcast.ParseCursor(persisted); err != nil {
+				r.t.Errorf("%s: persisted cursor %q: %v", cs.name, persisted, err)
+				return
+			}
+		}
+		limit := 0
+		if restartWithin > 0 {
+			limit = 1 + rng.IntN(restartWithin)
+		}
+		facts := 0
+		sub := c.Subscribe(ringcast.WithCursor(cur))
+		for it, err := range sub.Items(ctx) {
+			if err != nil {
+				if ctx.Err() == nil {
+					r.t.Errorf("%s: %v", cs.name, err)
+				}
+				return
+			}
+			switch it.Kind {
+			case ringcast.KindFact:
+				cs.rec.Fact(it.Epoch, it.Seq, it.Index)
+				if it.Last {
+					cs.mu.Lock()
+					cs.at.epoch, cs.at.seq = it.Epoch, it.Seq
+					cs.mu.Unlock()
+				}
+				facts++
+			case ringcast.KindResynced:
+				rs := it.Resync
+				cs.rec.Resynced(it.Epoch, rs.Reason.String(), rs.RequestedSeq, rs.OldestSeq, rs.HeadSeq)
+			}
+			text, err := it.Cursor.MarshalText()
+			if err != nil {
+				r.t.Errorf("%s: %v", cs.name, err)
+				return
+			}
+			persisted = string(text)
+			if limit > 0 && facts >= limit {
+				break
+			}
+		}
+		if ctx.Err() == nil {
+			cs.rec.Restarted()
+			cs.mu.Lock()
+			cs.restarts++
+			cs.mu.Unlock()
+		}
+	}
+}
+
+// restartServer stops the server with sig and starts a new instance (a
+// new epoch) on the same port, with no publish in flight.
+func (r *run) restartServer(sig syscall.Signal) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	r.srv.restart(sig)
+}
+
+// finish stops the publisher, waits (hang guard: 60 s) until every
+// consumer has been given the last published commit, stops them, and
+// checks the history. It returns the check's summary.
+func (r *run) finish() history.Summary {
+	r.t.Helper()
+	r.stopPub()
+	r.pubWG.Wait()
+	r.proxy.Resume()
+	r.pubMu.Lock()
+	last, published := r.last, r.published
+	r.pubMu.Unlock()
+	if published == 0 {
+		r.stopCons()
+		r.wg.Wait()
+		r.t.Fatal("nothing was published")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, cs := range r.consumers {
+		for {
+			cs.mu.Lock()
+			at := cs.at
+			cs.mu.Unlock()
+			if at == last {
+				break
+			}
+			if time.Now().After(deadline) {
+				r.stopCons()
+				r.wg.Wait()
+				_, err := r.hist.Check(false)
+				r.t.Fatalf("%s reached %016x/%d, not the last commit %016x/%d (hang guard; history so far: %v)", cs.name, at.epoch, at.seq, last.epoch, last.seq, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	r.stopCons()
+	r.wg.Wait()
+	sum, err := r.hist.Check(true)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return sum
+}

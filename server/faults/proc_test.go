@@ -1,0 +1,145 @@
+package faults_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the ringcast command built once for the package's tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ringcast-faults")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "ringcast")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	build := exec.Command(goTool, "build", "-o", binary, "github.com/ringcast/ringcast/server/cmd/ringcast")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the ringcast binary:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is `ringcast serve` running in a subprocess.
+type server struct {
+	t    testing.TB
+	args []string
+	addr string // fixed after the first start: restarts bind the same port
+	cmd  *exec.Cmd
+	exit chan error
+	logs *strings.Builder
+}
+
+// startServer runs `ringcast serve --demo=false args…` on a free loopback
+// port and waits until it serves.
+func startServer(t testing.TB, args ...string) *server {
+	t.Helper()
+	s := &server{t: t, args: args, addr: "127.0.0.1:0"}
+	s.start()
+	t.Cleanup(func() { s.stop(syscall.SIGKILL) })
+	return s
+}
+
+func (s *server) URL() string { return "http://" + s.addr }
+
+func (s *server) start() {
+	s.t.Helper()
+	var lastErr error
+	for range 50 { // the old process's port may take a moment to free
+		if lastErr = s.try(); lastErr == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("start ringcast serve: %v", lastErr)
+}
+
+func (s *server) try() error {
+	cmd := exec.Command(binary, append([]string{"serve", "--demo=false", "--addr", s.addr, "--log-level", "info"}, s.args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	logs := &strings.Builder{}
+	addr := make(chan string, 1)
+	exit := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			logs.WriteString(line + "\n")
+			if i := strings.Index(line, " addr="); i >= 0 && strings.Contains(line, "ringcast serving") {
+				a := line[i+len(" addr="):]
+				if j := strings.IndexByte(a, ' '); j >= 0 {
+					a = a[:j]
+				}
+				addr <- a
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		exit <- cmd.Wait()
+	}()
+	select {
+	case a := <-addr:
+		s.addr, s.cmd, s.exit, s.logs = a, cmd, exit, logs
+		return nil
+	case err := <-exit:
+		return fmt.Errorf("exited before serving (%v): %s", err, logs.String())
+	case <-time.After(30 * time.Second): // hang guard
+		_ = cmd.Process.Kill()
+		<-exit
+		return fmt.Errorf("not serving after 30s: %s", logs.String())
+	}
+}
+
+// stop sends sig and waits for the process to end. SIGTERM must end it
+// with exit status 0 (a clean drain).
+func (s *server) stop(sig syscall.Signal) {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(sig)
+	var err error
+	select {
+	case err = <-s.exit:
+	case <-time.After(60 * time.Second): // hang guard
+		_ = s.cmd.Process.Kill()
+		err = <-s.exit
+		s.t.Errorf("ringcast serve did not end within 60s of %v", sig)
+	}
+	if sig == syscall.SIGTERM && err != nil {
+		s.t.Errorf("ringcast serve after SIGTERM: %v; log:\n%s", err, s.logs.String())
+	}
+	s.cmd = nil
+}
+
+// restart stops the server with sig and starts a new instance (a new
+// epoch) on the same address.
+func (s *server) restart(sig syscall.Signal) {
+	s.t.Helper()
+	s.stop(sig)
+	s.start()
+}
