@@ -90,6 +90,7 @@ type options struct {
 	protocol   Protocol
 	httpClient connect.HTTPClient
 	header     http.Header
+	token      TokenSource
 	backoff    Backoff
 	logger     *slog.Logger
 }
@@ -104,10 +105,23 @@ func WithProtocol(p Protocol) Option { return func(o *options) { o.protocol = p 
 // TLS, h2c for gRPC on http:// URLs).
 func WithHTTPClient(c connect.HTTPClient) Option { return func(o *options) { o.httpClient = c } }
 
+// TokenSource returns the bearer token for a request (docs/security.md).
+type TokenSource func(ctx context.Context) (string, error)
+
 // WithToken sends "Authorization: Bearer <token>" on every request.
 func WithToken(token string) Option {
-	return WithHeader("Authorization", "Bearer "+token)
+	return WithTokenSource(func(context.Context) (string, error) { return token, nil })
 }
+
+// WithTokenSource calls src for the bearer token before every request and
+// every (re)connect of a subscription, so a token refreshed by src is used
+// from the next call on. A stream the server ends at its token's expiry
+// (unauthenticated "token expired") is resumed at once with a fresh token
+// from src, from the cursor, losing and repeating nothing; if that fresh
+// token is refused too, or any other unauthenticated or permission_denied
+// error ends a stream, the subscription ends with that error. An error from
+// src fails the call with code unauthenticated, wrapping it.
+func WithTokenSource(src TokenSource) Option { return func(o *options) { o.token = src } }
 
 // WithHeader adds a header to every request (auth headers pass through).
 func WithHeader(key, value string) Option {
@@ -144,6 +158,9 @@ func NewClient(baseURL string, opts ...Option) *Client {
 	}
 	if len(o.header) > 0 {
 		copts = append(copts, connect.WithInterceptors(headerInterceptor(o.header)))
+	}
+	if o.token != nil {
+		copts = append(copts, connect.WithInterceptors(tokenInterceptor(o.token)))
 	}
 	return &Client{rpc: ringcastv1connect.NewEventServiceClient(o.httpClient, strings.TrimRight(baseURL, "/"), copts...), opts: o}
 }
@@ -238,3 +255,52 @@ func (h headerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc)
 func (h headerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return next
 }
+
+// tokenInterceptor sets the Authorization header from a TokenSource on
+// every call.
+type tokenInterceptor TokenSource
+
+func (t tokenInterceptor) authorization(ctx context.Context) (string, error) {
+	tok, err := t(ctx)
+	if err != nil {
+		return "", connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("ringcast: token source: %w", err))
+	}
+	return "Bearer " + tok, nil
+}
+
+func (t tokenInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		a, err := t.authorization(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req.Header().Set("Authorization", a)
+		return next(ctx, req)
+	}
+}
+
+func (t tokenInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		a, err := t.authorization(ctx)
+		if err != nil {
+			return failedConn{conn, err}
+		}
+		conn.RequestHeader().Set("Authorization", a)
+		return conn
+	}
+}
+
+func (t tokenInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// failedConn is a stream that could not get its token: sending fails, so
+// the call never goes out.
+type failedConn struct {
+	connect.StreamingClientConn
+	err error
+}
+
+func (f failedConn) Send(any) error    { return f.err }
+func (f failedConn) Receive(any) error { return f.err }

@@ -40,3 +40,12 @@ func Retryable(err error) bool {
 	}
 	return !slices.Contains(permanentCodes, ce.Code())
 }
+
+// TokenExpired reports whether err is the server's end of a stream (or
+// refusal of a call) because its token expired: code unauthenticated with
+// the message "token expired" (docs/security.md). A subscription reconnects
+// once with a fresh token after it; to anything else it is permanent.
+func TokenExpired(err error) bool {
+	var ce *connect.Error
+	return errors.As(err, &ce) && ce.Code() == connect.CodeUnauthenticated && ce.Message() == "token expired"
+}

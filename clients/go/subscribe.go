@@ -254,6 +254,7 @@ type streamResult struct {
 	err      error
 	progress bool // the cursor moved to a new position during the stream
 	caughtUp bool // the stream sent CaughtUp: what follows is live, not a replay
+	opened   bool // the stream delivered at least one message
 }
 
 func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
@@ -261,6 +262,7 @@ func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
 	log := s.c.opts.logger
 	attempt := 0
 	st := &iterState{}
+	refreshed := false // the last stream was reopened for an expired token
 	for {
 		if ctx.Err() != nil {
 			yield(Item{}, ctx.Err())
@@ -276,6 +278,16 @@ func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
 			yield(Item{}, ctx.Err())
 			return
 		}
+		if TokenExpired(r.err) && (r.opened || !refreshed) {
+			// The token ran out during the stream: reconnect now, with a
+			// fresh token from the source, from the cursor. If that fresh
+			// token is refused at once (expired already), the error is
+			// returned.
+			refreshed = true
+			log.DebugContext(ctx, "ringcast: token expired; reconnecting with a fresh token", "cursor", s.Cursor().String())
+			continue
+		}
+		refreshed = false
 		if r.err != nil && !Retryable(r.err) {
 			yield(Item{}, r.err)
 			return
@@ -386,6 +398,7 @@ func (s *Subscription) stream(ctx context.Context, st *iterState, yield func(Ite
 		_ = stream.Close()
 	}()
 	for stream.Receive() {
+		r.opened = true
 		watchdog.Stop()
 		end, err := s.handle(ctx, stream.Msg(), st, &r, yield)
 		if end != endReconnect || err != nil {

@@ -18,7 +18,7 @@
  *
  * @module
  */
-export { subscribe, Subscription, PERMANENT_CODES } from "./subscribe.js";
+export { subscribe, Subscription, PERMANENT_CODES, isTokenExpired, TOKEN_EXPIRED_MESSAGE } from "./subscribe.js";
 export type { SubscribeOptions, ConnectionEvent } from "./subscribe.js";
 export { publish, publishBatch } from "./publish.js";
 export type { CommitInit, PublishOptions } from "./publish.js";

@@ -48,8 +48,22 @@ export interface SubscribeOptions {
    * over.
    */
   signal?: AbortSignal;
-  /** Headers sent with every subscribe (e.g. Authorization). */
+  /** Headers sent with every subscribe. */
   headers?: HeadersInit;
+  /**
+   * Bearer token for a server with `--auth jwt` (docs/security.md), sent as
+   * `Authorization: Bearer <token>`. A function is called before every
+   * (re)connect, so it can hand out a fresh token each time. When the
+   * server ends a stream because its token expired (Unauthenticated,
+   * "token expired"; see {@link isTokenExpired}), the subscription
+   * reconnects at once with a fresh token from the function and resumes
+   * from its cursor. If that fresh token is refused as well, or on any
+   * other Unauthenticated or PermissionDenied error, next() rejects with
+   * the ConnectError (no retry loop). A function that throws or rejects
+   * makes next() reject with an Unauthenticated ConnectError whose cause
+   * is what it threw.
+   */
+  token?: string | (() => Promise<string>);
   /** Reconnect backoff (see BackoffOptions). */
   backoff?: BackoffOptions;
   /**
@@ -94,6 +108,28 @@ export type ConnectionEvent =
 export const PERMANENT_CODES: ReadonlySet<Code> = new Set(SHARED_DEFAULTS.permanentCodes);
 
 const IDLE = SHARED_DEFAULTS.idleTimeout;
+
+/** The message of the Unauthenticated error that ends a stream at its token's expiry. */
+export const TOKEN_EXPIRED_MESSAGE = "token expired";
+
+/**
+ * isTokenExpired reports whether err is the server's "token expired" end of a
+ * stream (or refusal of a call): the one Unauthenticated error a fresh token
+ * can fix. Any other Unauthenticated or PermissionDenied error means "not
+ * authorised" (a bad token, or a topic outside its grants).
+ */
+export function isTokenExpired(err: unknown): boolean {
+  return err instanceof ConnectError && err.code === Code.Unauthenticated && err.rawMessage === TOKEN_EXPIRED_MESSAGE;
+}
+
+/** authorization resolves the Authorization header value for one call. */
+async function authorization(token: string | (() => Promise<string>)): Promise<string> {
+  try {
+    return `Bearer ${typeof token === "string" ? token : await token()}`;
+  } catch (e) {
+    throw new ConnectError(`token source failed: ${e instanceof Error ? e.message : String(e)}`, Code.Unauthenticated, undefined, undefined, e);
+  }
+}
 /** The longest delay setTimeout honours (longer ones fire at once). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -208,10 +244,18 @@ export class Subscription implements AsyncIterable<StreamItem> {
     const o = this.#opts;
     const backoff = resolveBackoff(o.backoff);
     let attempt = 0;
+    let refreshed = false; // the last stream was reopened for an expired token
     for (;;) {
       signal.throwIfAborted();
       if (this.#boundReached()) {
         return;
+      }
+      let headers = o.headers;
+      if (o.token !== undefined) {
+        const h = new Headers(o.headers);
+        h.set("Authorization", await authorization(o.token));
+        signal.throwIfAborted();
+        headers = h;
       }
       // Callbacks run outside the transport error handling: what they throw
       // reaches the caller and is not retried.
@@ -225,7 +269,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
       let error: ConnectError | undefined;
       let stream: AsyncIterator<SubscribeEventsResponse> | undefined;
       try {
-        stream = this.#client.subscribeEvents(this.#request(), { signal: call.signal, headers: o.headers })[Symbol.asyncIterator]();
+        stream = this.#client.subscribeEvents(this.#request(), { signal: call.signal, headers })[Symbol.asyncIterator]();
         idle.arm(this.#idleTimeoutMs);
         for (;;) {
           let r: IteratorResult<SubscribeEventsResponse>;
@@ -235,6 +279,12 @@ export class Subscription implements AsyncIterable<StreamItem> {
             // Only what the transport throws is classified and maybe retried.
             signal.throwIfAborted();
             error = ConnectError.from(e);
+            // A stream that opened and then reached its token's expiry is
+            // reopened with a fresh token; a fresh token refused at once
+            // (expired already) is an error.
+            if (isTokenExpired(error) && (st.opened || !refreshed)) {
+              break; // reconnect at once with a fresh token (below)
+            }
             if (PERMANENT_CODES.has(error.code)) {
               throw error;
             }
@@ -275,6 +325,11 @@ export class Subscription implements AsyncIterable<StreamItem> {
         call.abort();
         stream?.return?.().catch(() => {});
       }
+      if (isTokenExpired(error)) {
+        refreshed = true;
+        continue;
+      }
+      refreshed = false;
       if (st.progress || Date.now() - started >= backoff.resetMs) {
         attempt = 0;
       }
