@@ -69,6 +69,19 @@ type Config struct {
 	// Edge bounds clients at the edge: per-client streams and publish
 	// rate, connections, idle and read timeouts (edge.go).
 	Edge Edge
+	// AllowedHosts are Host names an open loopback server answers to
+	// besides loopback names and addresses (DNS-rebinding defence).
+	AllowedHosts []string
+	// CORSOrigins are the origins allowed cross-origin ("*": all, never
+	// with credentials). None by default.
+	CORSOrigins []string
+	// DisableReflection, DisableConsole and DisableMetrics switch those
+	// endpoints off. MetricsAddr, when set, serves /metrics on its own
+	// listener there instead of on Addr.
+	DisableReflection bool
+	DisableConsole    bool
+	DisableMetrics    bool
+	MetricsAddr       string
 }
 
 // Defaults returns the documented defaults: those of a zero Config, with
@@ -139,6 +152,19 @@ type Server struct {
 	// server) once the hub is closed.
 	closeStore func()
 	limiter    *limit.Limiter
+	metrics    http.Handler // served on metricsLn (Config.MetricsAddr); nil: none
+	// metricsLn is the /metrics listener, bound by New so a bad address
+	// fails before anything serves.
+	metricsLn net.Listener
+}
+
+// MetricsAddr is the address of the separate /metrics listener
+// (Config.MetricsAddr), or "" when there is none.
+func (s *Server) MetricsAddr() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
 }
 
 // New builds the hub (minting the epoch and publishing ServerStatus at seq
@@ -180,16 +206,39 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle(rpcPath, guardRPC(mw, withReadTimeout(cfg.Edge.ReadTimeout, rpcHandler)))
 	health := newHealth()
 	health.handle(mux)
-	reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	if !cfg.DisableReflection {
+		reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
+		mux.Handle(grpcreflect.NewHandlerV1(reflector))
+		mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	}
 	m.Watch(h)
-	mux.Handle("/metrics", m.Handler())
+	var metricsHandler http.Handler
+	switch {
+	case cfg.DisableMetrics:
+	case cfg.MetricsAddr != "":
+		metricsHandler = m.Handler()
+	default:
+		mux.Handle("/metrics", m.Handler())
+	}
 	mux.Handle("/events", guardSSE(mw, limiter.SSE(sse.New(h, sse.WithLogger(cfg.Logger)))))
-	mux.Handle("/", console.Handler())
+	if !cfg.DisableConsole {
+		mux.Handle("/", console.Handler())
+	}
 	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
 	m.WatchWriteCuts(guard.cuts.Load)
-	return &Server{Hub: h, Handler: guard.wrap(mux), cfg: cfg, guard: guard, health: health, tls: tlsConfig, closeStore: closeStore, limiter: limiter}, nil
+	handler := withCORS(cfg.CORSOrigins, guard.wrap(mux))
+	if hostCheckApplies(cfg) {
+		handler = withHostCheck(cfg.AllowedHosts, handler)
+	}
+	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, limiter: limiter}
+	if metricsHandler != nil {
+		if srv.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			h.Close()
+			closeStore()
+			return nil, fmt.Errorf("metrics-addr: %w", err)
+		}
+	}
+	return srv, nil
 }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
@@ -230,6 +279,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	var msrv *http.Server // the separate /metrics listener's
+	if s.metricsLn != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", s.metrics)
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
+		wg.Go(func() { _ = msrv.Serve(s.metricsLn) })
+	}
 
 	var err error
 	select {
@@ -263,6 +319,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = srv.Close()
 	}
 	s.Hub.Close()
+	if msrv != nil {
+		_ = msrv.Close()
+	}
 	close(stop)
 	wg.Wait()
 	s.closeStore()

@@ -34,6 +34,10 @@ func (c Config) validateSecurity() error {
 	default:
 		errs = append(errs, fmt.Errorf("auth must be none or jwt, not %q", c.Auth))
 	}
+	errs = append(errs, validateOrigins(c.CORSOrigins))
+	if c.MetricsAddr != "" && c.DisableMetrics {
+		errs = append(errs, errors.New("metrics-addr and metrics=false contradict each other"))
+	}
 	return errors.Join(errs...)
 }
 

@@ -80,6 +80,13 @@ func (s *Server) serve(ln net.Listener) {
 	s.mu.Unlock()
 }
 
+// App is the running instance's assembled server.
+func (s *Server) App() *app.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.srv
+}
+
 // Hub is the running instance's hub.
 func (s *Server) Hub() *hub.Hub {
 	s.mu.Lock()

@@ -98,7 +98,6 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
-	hd.Set("Access-Control-Allow-Origin", "*")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return

@@ -31,7 +31,7 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 	if ct := s.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	for k, want := range map[string]string{"Cache-Control": "no-store", "X-Accel-Buffering": "no", "Access-Control-Allow-Origin": "*"} {
+	for k, want := range map[string]string{"Cache-Control": "no-store", "X-Accel-Buffering": "no", "Access-Control-Allow-Origin": ""} {
 		if got := s.resp.Header.Get(k); got != want {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}

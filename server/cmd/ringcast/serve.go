@@ -55,6 +55,13 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", 0, "age limit of a stream ringcast creates (0: none)")
 	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", 0, "commit count limit of a stream ringcast creates (0: none)")
 	fs.IntVar(&cfg.Rebuild, "state-rebuild", cfg.Rebuild, "with a durable store, the newest commits read at start to rebuild the ring and the LATEST_PER_KEY table")
+	var allowedHosts, corsOrigins stringList
+	fs.Var(&allowedHosts, "allowed-host", "with --auth none on loopback: a Host name to answer besides loopback names (repeatable); others get 403")
+	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call from a browser page on another origin, e.g. https://console.example.org (repeatable; * for any, never with credentials); none by default")
+	reflection := fs.Bool("reflection", true, "serve gRPC server reflection (v1 and v1alpha)")
+	consoleOn := fs.Bool("console", true, "serve the web console at /")
+	metricsOn := fs.Bool("metrics", true, "serve Prometheus /metrics")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics on this address instead of on --addr")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
 	if err := parseFlags(fs, args); err != nil {
@@ -65,6 +72,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.Logger = logger
+	cfg.AllowedHosts, cfg.CORSOrigins = allowedHosts, corsOrigins
+	cfg.DisableReflection, cfg.DisableConsole, cfg.DisableMetrics = !*reflection, !*consoleOn, !*metricsOn
 	return app.Run(ctx, cfg)
 }
 

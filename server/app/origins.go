@@ -1,0 +1,84 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	connectcors "connectrpc.com/cors"
+	"github.com/rs/cors"
+)
+
+// validateOrigins checks --cors-origin values: "*" or an origin
+// (scheme://host[:port], nothing after it).
+func validateOrigins(origins []string) error {
+	var errs []error
+	for _, o := range origins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("cors-origin %q: want an origin such as https://console.example.org (scheme, host and port only) or *", o))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// withCORS answers cross-origin requests for Connect, gRPC-Web and /events
+// (docs/security.md): preflights (OPTIONS) get 204, and the allowed, exposed
+// headers each protocol needs; only the listed origins are allowed, none by
+// default. "*" allows every origin, never with credentials; exact origins
+// may send credentials (the ringcast_token cookie of /events).
+func withCORS(origins []string, next http.Handler) http.Handler {
+	opts := cors.Options{
+		AllowedMethods: append(connectcors.AllowedMethods(), http.MethodHead),
+		AllowedHeaders: append(connectcors.AllowedHeaders(), "Authorization", "Last-Event-ID", "Cache-Control"),
+		ExposedHeaders: connectcors.ExposedHeaders(),
+		MaxAge:         7200,
+	}
+	if slices.Contains(origins, "*") {
+		opts.AllowedOrigins = []string{"*"}
+	} else {
+		allowed := make(map[string]bool, len(origins))
+		for _, o := range origins {
+			allowed[strings.ToLower(o)] = true
+		}
+		opts.AllowOriginFunc = func(origin string) bool { return allowed[strings.ToLower(origin)] }
+		opts.AllowCredentials = len(origins) > 0
+	}
+	return cors.New(opts).Handler(next)
+}
+
+// withHostCheck refuses, with 403 and before anything else runs, requests
+// whose Host is neither a loopback name or address nor one of allowed: a
+// page on another site that made its own name resolve to 127.0.0.1 (DNS
+// rebinding) still sends its own name as Host.
+func withHostCheck(allowed []string, next http.Handler) http.Handler {
+	extra := make(map[string]bool, len(allowed))
+	for _, h := range allowed {
+		extra[strings.ToLower(h)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := strings.ToLower(r.Host)
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if !isLoopbackHost(host) && !strings.HasSuffix(host, ".localhost") && !extra[host] && !extra[strings.ToLower(r.Host)] {
+			http.Error(w, "forbidden: this server answers only to loopback host names (see --allowed-host)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostCheckApplies reports whether the Host check guards cfg's server: an
+// open (auth none) server on loopback.
+func hostCheckApplies(cfg Config) bool {
+	return cfg.Auth == AuthNone && isLoopbackAddr(cfg.Addr)
+}
