@@ -171,7 +171,7 @@ func TestConnectionsAreBounded(t *testing.T) {
 		t.Fatalf("connection 17 was not closed: %v", err)
 	}
 	// A held connection still gets an answer.
-	if _, err := io.WriteString(held[0], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(held[0], "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	_ = held[0].SetReadDeadline(time.Now().Add(20 * time.Second))
@@ -188,7 +188,7 @@ func TestConnectionsAreBounded(t *testing.T) {
 // scrape2 reads /metrics over an already open connection.
 func scrape2(t *testing.T, c net.Conn) string {
 	t.Helper()
-	if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
@@ -214,7 +214,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h1.Close()
-	if _, err := io.WriteString(h1, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(h1, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	_ = h1.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -254,7 +254,7 @@ func TestTrickledBodyIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := io.WriteString(c, "POST /ringcast.v1.EventService/Publish HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"facts\""); err != nil {
+	if _, err := io.WriteString(c, "POST /ringcast.v1.EventService/Publish HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"facts\""); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))

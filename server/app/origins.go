@@ -70,6 +70,8 @@ func withHostCheck(allowed []string, next http.Handler) http.Handler {
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		if !isLoopbackHost(host) && !strings.HasSuffix(host, ".localhost") && !extra[host] && !extra[strings.ToLower(r.Host)] {
+			// Close rather than drain a body nobody will read.
+			w.Header().Set("Connection", "close")
 			http.Error(w, "forbidden: this server answers only to loopback host names (see --allowed-host)", http.StatusForbidden)
 			return
 		}
