@@ -22,12 +22,17 @@ func (s *stream) replicaStatus() error {
 	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: st}})
 }
 
+// maxLogBatch bounds how many commits a stream behind the ring reads from
+// the Log per request: each read is a round trip, so it is larger than the
+// ring's batch.
+const maxLogBatch = 1024
+
 // readLog reads the next batch of commits from the Log for a stream behind
 // the ring, none past until_seq. A position the Log no longer holds ends
 // the stream with ResyncRequired(SUBSCRIBER_LAGGING), as the ring would.
 func (s *stream) readLog(ctx context.Context) ([]*Event, error) {
 	h := s.h
-	batch, err := h.log.Read(ctx, s.batch[:0], s.next, maxBatch)
+	batch, err := h.log.Read(ctx, s.batch[:0], s.next, maxLogBatch)
 	if errors.Is(err, ErrTooOld) || (err == nil && len(batch) == 0) {
 		oldest, head := h.Bounds()
 		h.cfg.Observer.Lagged(s.req.Face)

@@ -19,7 +19,7 @@ import (
 )
 
 // freePorts reserves n loopback ports (closed again before use).
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var lns []net.Listener
@@ -39,7 +39,7 @@ func freePorts(t *testing.T, n int) []int {
 
 // cluster starts three in-process nats-servers forming a JetStream cluster
 // and returns them with a URL list reaching all three.
-func cluster(t *testing.T) ([]*server.Server, string) {
+func cluster(t testing.TB) ([]*server.Server, string) {
 	t.Helper()
 	ports := freePorts(t, 3)
 	var routes []*url.URL

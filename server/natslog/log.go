@@ -10,9 +10,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,18 +67,26 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// maxReads is how many Reads of one Log run at once.
+const maxReads = 16
+
 // Subject is the subject a stream's commits are published on.
 func Subject(stream string) string { return "ringcast." + stream + ".commits" }
 
 // Log is a hub.Log on a JetStream stream. It does not own the connection.
 type Log struct {
 	opts    Options
+	nc      *nats.Conn
 	js      jetstream.JetStream
 	stream  jetstream.Stream
 	subject string
 	epoch   uint64
 	info    jetstream.StreamConfig
 	created time.Time
+	// reads bounds the reads in flight: a reconnect storm of old cursors
+	// queues here rather than in JetStream's API.
+	reads  chan struct{}
+	blocks blocks
 }
 
 var _ hub.Log = (*Log)(nil)
@@ -93,7 +103,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, js: js, subject: Subject(opts.Stream)}
+	l := &Log{opts: opts, nc: nc, js: js, subject: Subject(opts.Stream), reads: make(chan struct{}, maxReads)}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	st, err := js.Stream(ctx, opts.Stream)
@@ -223,13 +233,89 @@ func decode(epoch, seq uint64, data []byte) (*hub.Event, error) {
 	return hub.NewCommitEvent(epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts()), nil
 }
 
-// Read implements hub.Log with a short-lived consumer starting at from.
+// Read implements hub.Log with one batched direct get (any replica of the
+// stream answers, without creating a consumer), falling back to a
+// short-lived consumer (answered by the leader) when the direct get does
+// not start at from — a replica behind, deleted messages, or from below the
+// stream's first seq.
 func (l *Log) Read(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
+	select {
+	case l.reads <- struct{}{}:
+		defer func() { <-l.reads }()
+	case <-ctx.Done():
+		return dst, ctx.Err()
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
+	from = max64(from, 1)
+	n := len(dst)
+	idx := (from - 1) / blockSize
+	if evs, ok := l.blocks.get(ctx, idx, func(ctx context.Context, from uint64) []*hub.Event {
+		evs, err := l.directRead(ctx, nil, from, blockSize)
+		if err != nil {
+			return nil
+		}
+		return evs
+	}); ok {
+		evs = evs[from-(idx*blockSize+1):]
+		return append(dst, evs[:min(len(evs), max)]...), nil
+	}
+	dst, err := l.directRead(ctx, dst, from, max)
+	if err == nil && len(dst) > n && dst[n].Seq == from {
+		return dst, nil
+	}
+	return l.consumerRead(ctx, dst[:n], from, max)
+}
+
+// directRead asks for up to max messages from seq from in one batched
+// direct get and reads them until the end-of-batch status.
+func (l *Log) directRead(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
+	req, err := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+		Batch   int    `json:"batch"`
+	}{from, l.subject, max})
+	if err != nil {
+		return dst, err
+	}
+	inbox := nats.NewInbox()
+	sub, err := l.nc.SubscribeSync(inbox)
+	if err != nil {
+		return dst, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.opts.Stream, inbox, req); err != nil {
+		return dst, err
+	}
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return dst, err
+		}
+		if st := msg.Header.Get("Status"); st != "" {
+			if st == "204" || st == "404" {
+				return dst, nil // end of batch, or nothing at or after from
+			}
+			return dst, fmt.Errorf("direct get: %s %s", st, msg.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
+		if err != nil {
+			return dst, fmt.Errorf("direct get: bad Nats-Sequence: %w", err)
+		}
+		ev, err := decode(l.epoch, seq, msg.Data)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, ev)
+	}
+}
+
+// consumerRead reads up to max messages from seq from with a short-lived
+// consumer. It returns hub.ErrTooOld when from is below the first seq.
+func (l *Log) consumerRead(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
 	cons, err := l.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       max64(from, 1),
+		OptStartSeq:       from,
 		AckPolicy:         jetstream.AckNonePolicy,
 		FilterSubject:     l.subject,
 		MemoryStorage:     true,

@@ -2,6 +2,7 @@ package natslog_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -205,5 +206,40 @@ func TestJetStreamRestartKeepsEpochCursorsStateAndKeys(t *testing.T) {
 	}
 	if len(latest) != 2 || latest["a"] != 7 || latest["b"] != 1 {
 		t.Fatalf("latest per key after restart = %v, want a=7 b=1", latest)
+	}
+}
+
+// TestReadsThroughCachedBlocksAreExact: cursors at every kind of offset
+// around the stream's cached 1,024-commit blocks resume with exactly the
+// commits after them, many at once (sharing blocks), then hand over to the
+// ring.
+func TestReadsThroughCachedBlocksAreExact(t *testing.T) {
+	_, nc := embedded(t, t.TempDir())
+	l := openLog(t, nc, natslog.Options{})
+	h := newHub(t, l, 4)
+	const total = 2100
+	facts := make([][]*ringcastv1.Fact, total)
+	for i := range facts {
+		facts[i] = []*ringcastv1.Fact{fact("t", "", i)}
+	}
+	for i := range total {
+		publish(t, h, "", facts[i]...)
+	}
+	since := []uint64{1, 2, 500, 1023, 1024, 1025, 1500, 2047, 2048, 2049, 2095}
+	errs := make(chan error, len(since))
+	for _, s := range since {
+		go func() {
+			commits, _ := run(t, h, hub.Request{SinceSeq: s, Epoch: l.Epoch(), EndAtHead: true})
+			if !equal(commits, seqRange(s+1, total)) {
+				errs <- fmt.Errorf("since %d: %d commits from %v, want %d..%d", s, len(commits), commits[:min(3, len(commits))], s+1, total)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range since {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -53,7 +53,7 @@ func StartServer(opts *server.Options) (*server.Server, error) {
 
 // ConnectEmbedded connects to an in-process server without the network.
 func ConnectEmbedded(ns *server.Server) (*nats.Conn, error) {
-	return nats.Connect("", nats.InProcessServer(ns), nats.Name("ringcast"), nats.MaxReconnects(-1))
+	return nats.Connect("", nats.InProcessServer(ns), nats.Name("ringcast"), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
 }
 
 // Connect connects to a NATS cluster through any of urls (each may be a
@@ -78,6 +78,9 @@ func Connect(urls []string, creds string, logger *slog.Logger) (*nats.Conn, erro
 	opts := []nats.Option{
 		nats.Name("ringcast"),
 		nats.MaxReconnects(-1),
+		// A publish while disconnected fails at once instead of waiting
+		// in a buffer to be sent after its caller was told it failed.
+		nats.ReconnectBufSize(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.Timeout(5 * time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { logger.Warn("NATS connection lost", "err", err) }),
