@@ -257,6 +257,13 @@ func TestCursorFromOneReplicaResumesOnAnother(t *testing.T) {
 				}
 				seqs = append(seqs, rpcPublish(t, c, "", fact("g/a", "k", i)).Seq)
 			}
+			// CaughtUp is relative to what the replica has received: let
+			// both receive the last commit first.
+			for _, r := range []*ringtest.Server{a, b} {
+				for r.Hub().Status().HeadSeq < seqs[5] {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
 			for _, c := range []ringcastv1connect.EventServiceClient{ca, cb} {
 				commits, msgs := read(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: seqs[0], InstanceEpoch: epoch, EndAtHead: true}, nil)
 				if !equal(commits, seqs[1:]) || msgs[len(msgs)-1].GetCaughtUp() == nil {
