@@ -3,6 +3,7 @@ package natslog_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -90,8 +91,9 @@ func read(t *testing.T, c ringcastv1connect.EventServiceClient, req *ringcastv1.
 
 // TestContractOnEveryStore runs the core rows of the subscribe contract on
 // every store and protocol: snapshot then live, resume after a cursor
-// (older than the ring with a durable store), epoch mismatch, cursor
-// ahead, idempotent publish, latest per key.
+// (older than the ring with a durable store; also over SSE by
+// Last-Event-ID), epoch mismatch, cursor ahead, idempotent publish, latest
+// per key.
 func TestContractOnEveryStore(t *testing.T) {
 	forEachStoreAndProtocol(t, func(t *testing.T, store string, cfg app.Config, p ringcast.Protocol) {
 		srv := ringtest.Start(t, cfg)
@@ -121,6 +123,18 @@ func TestContractOnEveryStore(t *testing.T) {
 		want := append(append([]uint64(nil), seqs[2:]...), next)
 		if !equal(commits, want) || msgs[len(msgs)-1].GetCaughtUp() == nil {
 			t.Fatalf("resume after %d: commits %v, want %v then CaughtUp", seqs[1], commits, want)
+		}
+
+		// The same resume over SSE, by Last-Event-ID (once per store).
+		if p == ringcast.ProtocolConnect {
+			ids := sseUntil(t, srv.URL, sse.FormatID(epoch, seqs[1]), sse.FormatID(epoch, next))
+			var wantIDs []string
+			for _, s := range want {
+				wantIDs = append(wantIDs, sse.FormatID(epoch, s))
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(wantIDs) {
+				t.Fatalf("SSE resume after %d: ids %v, want %v", seqs[1], ids, wantIDs)
+			}
 		}
 
 		// Another epoch's cursor, and a cursor ahead of head.
