@@ -13,6 +13,7 @@ import (
 
 	ringcast "github.com/ringcast/ringcast/clients/go"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/ringtest"
 	"github.com/ringcast/ringcast/server/ringtest/faultproxy"
 	"github.com/ringcast/ringcast/server/ringtest/history"
 )
@@ -46,18 +47,21 @@ type run struct {
 
 // consumer is one Go-client consumer's progress.
 type consumer struct {
-	name string
-	rec  *history.Consumer
+	name  string
+	proto ringcast.Protocol
+	rec   *history.Consumer
 
 	mu       sync.Mutex
 	at       struct{ epoch, seq uint64 } // the last commit it was given whole
 	restarts int
 }
 
-// newRun starts a server with args behind a proxy.
+// newRun starts a server with args behind a proxy. Its consumers speak p,
+// or with p == "" the three protocols in turn.
 func newRun(t testing.TB, p ringcast.Protocol, seed uint64, args ...string) *run {
 	t.Helper()
-	srv := startServer(t, append([]string{"--window", "65536", "--heartbeat", "250ms"}, args...)...)
+	// Every consumer connects from 127.0.0.1: no per-client stream bound.
+	srv := startServer(t, append([]string{"--window", "65536", "--heartbeat", "250ms", "--max-streams-per-client", "-1"}, args...)...)
 	proxy := faultproxy.New(t, srv.addr)
 	return &run{t: t, proto: p, srv: srv, proxy: proxy, hist: history.New(), seed: seed}
 }
@@ -121,7 +125,11 @@ func (r *run) consume(n, restartWithin int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stopCons = cancel
 	for i := range n {
-		cs := &consumer{name: fmt.Sprintf("%s-%d", r.proto, i)}
+		p := r.proto
+		if p == "" { // mixed: the protocols in turn
+			p = ringtest.Protocols[i%len(ringtest.Protocols)]
+		}
+		cs := &consumer{name: fmt.Sprintf("%s-%d", p, i), proto: p}
 		cs.rec = r.hist.Consumer(cs.name)
 		r.consumers = append(r.consumers, cs)
 		rng := rand.New(rand.NewPCG(r.seed, uint64(100+i)))
@@ -130,9 +138,9 @@ func (r *run) consume(n, restartWithin int) {
 }
 
 func (r *run) consumer(ctx context.Context, cs *consumer, rng *rand.Rand, restartWithin int) {
-	hc := ringcast.NewHTTPClient(r.proto)
+	hc := ringcast.NewHTTPClient(cs.proto)
 	defer hc.CloseIdleConnections()
-	c := ringcast.NewClient(r.proxy.URL(), ringcast.WithProtocol(r.proto), ringcast.WithHTTPClient(hc), ringcast.WithBackoff(fastBackoff))
+	c := ringcast.NewClient(r.proxy.URL(), ringcast.WithProtocol(cs.proto), ringcast.WithHTTPClient(hc), ringcast.WithBackoff(fastBackoff))
 	persisted := "" // the cursor as an application would store it
 	for ctx.Err() == nil {
 		var cur ringcast.Cursor

@@ -35,11 +35,17 @@ func TestAcceptsContractHistories(t *testing.T) {
 	all.Resynced(e2, "REASON_EPOCH_MISMATCH", 4, 1, 2)
 	facts(all, e2, [2]uint64{2, 0})
 
+	// Resynced into a server that restarted again before its snapshot
+	// gave anything: the snapshot is the next epoch's, from its start.
+	twice := h.Consumer("restarted-twice")
+	facts(twice, e1, [2]uint64{2, 0})
+	twice.Resynced(0x3333, "REASON_EPOCH_MISMATCH", 2, 1, 9)
+	facts(twice, e2, [2]uint64{2, 0})
 	sum, err := h.Check(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Facts != 7 || sum.Resyncs != 1 || sum.Restarts != 1 || sum.Commits != 4 {
+	if sum.Facts != 9 || sum.Resyncs != 2 || sum.Restarts != 1 || sum.Commits != 4 {
 		t.Fatalf("summary %v", sum)
 	}
 
