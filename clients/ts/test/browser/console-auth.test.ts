@@ -77,8 +77,10 @@ describe("web console with --auth jwt", () => {
     await page.locator("#auth-token").fill(mint("--subscribe", "alerts"));
     await page.locator("#auth-form button[type=submit]").click();
     await waitFor(page, () => /does not allow reading the gauges/.test(document.getElementById("auth-title")?.textContent ?? "") && !(document.getElementById("auth") as HTMLElement).hidden, null, "not authorised");
-    const connects = await page.evaluate(() => (window as unknown as { statusLog: string[] }).statusLog.filter((s) => s === "connecting").length);
-    assert.equal(connects, 1, "one attempt with the token, no retry loop");
+    assert.match((await page.locator("[data-testid=stream-status]").textContent()) ?? "", /stopped/);
+    const log = await page.$$eval("#log .ev-text", (es) => es.map((e) => e.textContent ?? ""));
+    assert.equal(log.filter((l) => l === "Not authorised").length, 2, `one refusal per attempt: ${log.join(" | ")}`);
+    assert.ok(!log.some((l) => l.startsWith("Connection lost")), "a refusal is not retried as a lost connection");
 
     const good = mint("--subscribe", "*");
     await page.locator("#auth-token").fill(good);
