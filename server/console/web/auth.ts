@@ -24,9 +24,13 @@ function setToken(t: string | undefined): void {
 /** currentToken is the token to send, if any. */
 export const currentToken = () => token;
 
-/** authHeaders are the headers that carry the token. */
-export function authHeaders(): Record<string, string> {
-  return token ? { Authorization: `Bearer ${token}` } : {};
+/**
+ * tokenOption is the subscribe option that sends the token, if there is one:
+ * a function, so a reconnect (and the client's one retry after a token's
+ * expiry) always sends the token entered last.
+ */
+export function tokenOption(): { token?: () => Promise<string> } {
+  return token ? { token: async () => token ?? "" } : {};
 }
 
 /**

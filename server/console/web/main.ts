@@ -15,7 +15,7 @@ import {
   type StreamItem,
 } from "../../../clients/ts/src/index.js";
 import { noteEntry, renderAcks, setupAlerts } from "./alerts.js";
-import { askForToken, authHeaders, takeFragmentToken } from "./auth.js";
+import { askForToken, takeFragmentToken, tokenOption } from "./auth.js";
 import { $, num, plural, stateOf, str } from "./dom.js";
 import {
   addHistory,
@@ -108,7 +108,7 @@ async function readHistory(): Promise<void> {
     do {
       historyAgain = false;
       const per = new Map<string, Point[]>();
-      const h = subscribe(transport, { snapshot: "retained", topics: ["gauges"], endAtHead: true, signal: AbortSignal.timeout(30_000), headers: authHeaders() });
+      const h = subscribe(transport, { snapshot: "retained", topics: ["gauges"], endAtHead: true, signal: AbortSignal.timeout(30_000), ...tokenOption() });
       for await (const item of h) {
         if (item.kind !== "fact" || item.type !== "gauge.level") continue;
         const v = item.data?.["level_m"];
@@ -289,7 +289,7 @@ const open = (cursor: Cursor | undefined) =>
     onUnservable: "snapshot_inline",
     topics: ["gauges"],
     onConnection,
-    headers: authHeaders(),
+    ...tokenOption(),
     ...(cursor ? { cursor } : {}),
   });
 
