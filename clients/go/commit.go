@@ -56,7 +56,7 @@ func (c *Client) Commit(ctx context.Context, facts []*ringcastv1.Fact, opts ...P
 	var err error
 	for attempt := 0; attempt < cfg.attempts; attempt++ {
 		if attempt > 0 {
-			t := time.NewTimer(b.Delay(attempt - 1))
+			t := time.NewTimer(max(b.Delay(attempt-1), retryAfter(err)))
 			select {
 			case <-ctx.Done():
 				t.Stop()

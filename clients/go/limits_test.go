@@ -1,7 +1,9 @@
 package ringcast_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -50,5 +52,34 @@ func TestSnapshotEvictedKeysSurfaceInCaughtUp(t *testing.T) {
 				t.Fatalf("after an eviction: keys %v, evicted %d; want [k2 k3] and 1", keys, evicted)
 			}
 		})
+	}
+}
+
+// TestCommitWaitsTheRetryAfterOfAResourceExhaustedRefusal: a commit refused
+// by the server's per-client publish rate is retried no sooner than the
+// server's Retry-After (1 s here), even with a 1 ms backoff, and then
+// succeeds; hammering at the backoff's pace would have spent both attempts
+// inside the empty bucket.
+func TestCommitWaitsTheRetryAfterOfAResourceExhaustedRefusal(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Edge.PublishRate = 1
+	cfg.Edge.PublishBurst = 1
+	srv := ringtest.Start(t, cfg)
+	c := newClient(t, srv.URL, ringcast.ProtocolConnect, ringcast.WithBackoff(ringcast.Backoff{Min: time.Millisecond, Initial: time.Millisecond, Max: time.Millisecond}))
+	d, _ := structpb.NewStruct(map[string]any{"n": 1})
+	facts := func() []*ringcastv1.Fact {
+		return []*ringcastv1.Fact{{Topic: "a", Type: "t", Payload: &ringcastv1.Fact_Data{Data: d}}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := c.Commit(ctx, facts()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := c.Commit(ctx, facts(), ringcast.WithAttempts(2)); err != nil {
+		t.Fatalf("second commit: %v, want it to succeed after waiting out Retry-After", err)
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Fatalf("retried after %v, sooner than the server's Retry-After of 1s", waited)
 	}
 }

@@ -5,6 +5,8 @@ package ringcast
 import (
 	"errors"
 	"slices"
+	"strconv"
+	"time"
 
 	"connectrpc.com/connect"
 )
@@ -48,4 +50,20 @@ func Retryable(err error) bool {
 func TokenExpired(err error) bool {
 	var ce *connect.Error
 	return errors.As(err, &ce) && ce.Code() == connect.CodeUnauthenticated && ce.Message() == "token expired"
+}
+
+// retryAfter is the wait the server asked for with a resource_exhausted
+// refusal (a per-client limit: its Retry-After header, in seconds), or 0.
+// A retry then waits at least that long, whatever the backoff says, so a
+// client over a limit backs off instead of hammering the server.
+func retryAfter(err error) time.Duration {
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted {
+		return 0
+	}
+	secs, perr := strconv.Atoi(ce.Meta().Get("Retry-After"))
+	if perr != nil || secs <= 0 {
+		return 0
+	}
+	return min(time.Duration(secs)*time.Second, 5*time.Minute)
 }

@@ -295,7 +295,7 @@ func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
 		if r.progress || time.Since(start) >= b.Reset {
 			attempt = 0
 		}
-		d := b.Delay(attempt)
+		d := max(b.Delay(attempt), retryAfter(r.err))
 		attempt++
 		log.DebugContext(ctx, "ringcast: stream ended; reconnecting", "err", r.err, "delay", d, "attempt", attempt, "cursor", s.Cursor().String())
 		t := time.NewTimer(d)

@@ -3,7 +3,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type CallOptions, type Transport } from "@connectrpc/connect";
 
 import { EventService, type PublishRequestSchema, type PublishResponse } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
-import { backoffDelay, resolveBackoff, sleep, type BackoffOptions } from "./backoff.js";
+import { backoffDelay, resolveBackoff, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
 import { PERMANENT_CODES } from "./subscribe.js";
 
 /** CommitInit is one commit to publish: its facts and an optional idempotency key. */
@@ -57,7 +57,7 @@ export async function publish(transport: Transport, facts: CommitInit["facts"], 
   let last: ConnectError | undefined;
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) {
-      await sleep(backoffDelay(backoff, attempt - 1), options.signal);
+      await sleep(Math.max(backoffDelay(backoff, attempt - 1), retryAfterMs(last)), options.signal);
     }
     options.signal?.throwIfAborted();
     try {

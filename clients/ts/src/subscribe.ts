@@ -14,7 +14,7 @@ import {
   type SubscribeEventsResponse,
 } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 import { SHARED_DEFAULTS } from "./defaults_gen.js";
-import { backoffDelay, resolveBackoff, sleep, type BackoffOptions } from "./backoff.js";
+import { backoffDelay, resolveBackoff, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
 import { checkCursor, formatCursor, formatEpoch, parseCursor, ZERO_CURSOR, type Cursor } from "./cursor.js";
 import { reasonName, type FactItem, type ResyncedSignal, type StreamItem } from "./items.js";
 
@@ -333,7 +333,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
       if (st.progress || Date.now() - started >= backoff.resetMs) {
         attempt = 0;
       }
-      const delayMs = backoffDelay(backoff, attempt);
+      const delayMs = Math.max(backoffDelay(backoff, attempt), retryAfterMs(error));
       o.onConnection?.({ state: "reconnecting", attempt, delayMs, error, resync: st.resync });
       attempt++;
       // The delay ends early on the caller's signal or on reconnectNow().

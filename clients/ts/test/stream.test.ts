@@ -5,7 +5,7 @@ import { after, before, describe, it } from "node:test";
 
 import { Code, ConnectError } from "@connectrpc/connect";
 
-import { Reason, formatEpoch, subscribe, type ConnectionEvent, type StreamItem } from "../src/index.js";
+import { Reason, formatEpoch, publish as publishCommit, subscribe, type ConnectionEvent, type StreamItem } from "../src/index.js";
 import { protocols, publish, startServer, transportFor, withTimeout, type Server } from "./harness.js";
 
 const fastBackoff = { minMs: 20, initialMs: 50, maxMs: 300 };
@@ -268,6 +268,24 @@ describe("an incomplete latest_per_key snapshot", () => {
       assert.deepEqual(keys, ["k2", "k3"]);
       assert.ok(caughtUp?.kind === "caught_up");
       assert.equal(caughtUp.snapshotEvictedKeys, 1n);
+    } finally {
+      close();
+      await srv.stop();
+    }
+  });
+});
+
+describe("a publish refused by the server's per-client rate", () => {
+  it("is retried no sooner than the Retry-After the server sent", async () => {
+    const srv = await startServer(["--demo=false", "--publish-rate", "1", "--publish-burst", "1"]);
+    const { transport, close } = transportFor("connect", srv.url);
+    try {
+      const facts = [{ topic: "a", type: "t", data: { n: 1 } }];
+      const fast = { minMs: 1, initialMs: 1, maxMs: 1 };
+      await publishCommit(transport, facts, { backoff: fast });
+      const started = Date.now();
+      await publishCommit(transport, facts, { backoff: fast, attempts: 2 });
+      assert.ok(Date.now() - started >= 1000, "retried sooner than Retry-After: 1");
     } finally {
       close();
       await srv.stop();
