@@ -8,6 +8,10 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
+// receiptWait bounds how long a publish through a Log waits, after the
+// Log acknowledged it, for this hub to receive the commit.
+const receiptWait = 5 * time.Second
+
 // startTimeout bounds New's rebuild from a Log.
 const startTimeout = 2 * time.Minute
 
@@ -138,7 +142,11 @@ func (h *Hub) publishLog(ctx context.Context, facts []*ringcastv1.Fact, key stri
 		return Receipt{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	r.Epoch = h.epoch
-	_ = h.waitHead(ctx, r.Seq) // the receipt stands even if ctx ends first
+	// The receipt stands whether or not this hub receives the commit in
+	// time (its follower may be reconnecting): wait a bounded while.
+	wctx, cancel := context.WithTimeout(ctx, receiptWait)
+	_ = h.waitHead(wctx, r.Seq)
+	cancel()
 	if key != "" {
 		h.mu.Lock()
 		if _, ok := h.dedupe.get(key, now); !ok {
