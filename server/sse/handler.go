@@ -10,7 +10,6 @@
 package sse
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,7 +79,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	sk := &sink{w: bufio.NewWriterSize(w, 16<<10), rc: http.NewResponseController(w)}
+	sk := newSink(w)
 
 	// The header wins over the query: EventSource re-sends the URL it was
 	// opened with on every reconnect, so lastEventId in the query is only
@@ -103,7 +102,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	retry := retryMin + rand.N(retryMax-retryMin+1)
-	fmt.Fprintf(sk.w, "retry: %d\n\n", retry.Milliseconds())
+	sk.writeString("retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n")
 	if err := sk.Flush(); err != nil {
 		return
 	}
@@ -112,7 +111,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, hub.ErrExpired) {
 		// The token's exp passed: say so, so the page can open a new
 		// EventSource with a fresh token and the last id it saw.
-		_, _ = sk.w.WriteString("event: " + EventTokenExpired + "\ndata: {}\n\n")
+		sk.writeString("event: " + EventTokenExpired + "\ndata: {}\n\n")
 		_ = sk.Flush()
 		return
 	}

@@ -1,9 +1,9 @@
 package sse
 
 import (
-	"bufio"
 	"net/http"
 	"strconv"
+	"sync"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
@@ -11,10 +11,48 @@ import (
 
 // sink turns one stream's hub responses into SSE events. It buffers and
 // writes on Flush, which the hub calls after each batch and each control
-// message. It is owned by the stream's goroutine.
+// message: a batch goes out in one Write and one flush. The buffer comes
+// from a pool and goes back at each Flush, so an idle stream holds none.
+// It is owned by the stream's goroutine.
 type sink struct {
-	w  *bufio.Writer
-	rc *http.ResponseController
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf *[]byte // what waits for Flush; nil between batches
+}
+
+func newSink(w http.ResponseWriter) *sink {
+	return &sink{w: w, rc: http.NewResponseController(w)}
+}
+
+// bufPool holds batch buffers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledBuf is the largest buffer returned to bufPool.
+const maxPooledBuf = 256 << 10
+
+// writeAt is how much a batch buffers before it is written (not flushed)
+// on its own: a long replay or snapshot is written in pieces of this size.
+const writeAt = 64 << 10
+
+// write appends b to the batch.
+func (s *sink) write(b []byte) error {
+	if s.buf == nil {
+		s.buf = bufPool.Get().(*[]byte)
+	}
+	*s.buf = append(*s.buf, b...)
+	if len(*s.buf) < writeAt {
+		return nil
+	}
+	_, err := s.w.Write(*s.buf)
+	*s.buf = (*s.buf)[:0]
+	return err
+}
+
+func (s *sink) writeString(str string) {
+	if s.buf == nil {
+		s.buf = bufPool.Get().(*[]byte)
+	}
+	*s.buf = append(*s.buf, str...)
 }
 
 var (
@@ -29,8 +67,7 @@ func (s *sink) SendEvent(ev *hub.Event) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.w.Write(b)
-	return err
+	return s.write(b)
 }
 
 func (s *sink) Send(r *ringcastv1.SubscribeEventsResponse) error {
@@ -55,14 +92,25 @@ func (s *sink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.w.Write(b)
-	return err
+	return s.write(b)
 }
 
-// Flush writes what is buffered and pushes it to the client.
+// Flush writes what is buffered, in one Write, and pushes it to the client.
 func (s *sink) Flush() error {
-	if err := s.w.Flush(); err != nil {
-		return err
+	if s.buf != nil {
+		b := s.buf
+		s.buf = nil
+		var err error
+		if len(*b) > 0 {
+			_, err = s.w.Write(*b)
+		}
+		if cap(*b) <= maxPooledBuf {
+			*b = (*b)[:0]
+			bufPool.Put(b)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return s.rc.Flush()
 }
