@@ -16,10 +16,21 @@ type sliceLog struct {
 	epoch uint64
 	mu    sync.Mutex
 	first uint64 // seq of evs[0]
-	evs   []*hub.Event
+	evs   []logged
 	keys  map[string]hub.Receipt
 	grew  chan struct{} // closed and replaced on every append
 }
+
+// logged is a stored commit. Every read builds a fresh Event from it, as a
+// Log decoding its storage does: a hub's ring takes ownership of the events
+// it holds, so replicas must never share one.
+type logged struct {
+	seq   uint64
+	at    time.Time
+	facts []*ringcastv1.Fact
+}
+
+func (l *sliceLog) event(c logged) *hub.Event { return hub.NewCommitEvent(l.epoch, c.seq, c.at, c.facts) }
 
 func newSliceLog(epoch uint64) *sliceLog {
 	return &sliceLog{epoch: epoch, first: 1, keys: map[string]hub.Receipt{}, grew: make(chan struct{})}
@@ -35,7 +46,7 @@ func (l *sliceLog) Append(_ context.Context, at time.Time, facts []*ringcastv1.F
 		return r, nil
 	}
 	seq := l.first + uint64(len(l.evs))
-	l.evs = append(l.evs, hub.NewCommitEvent(l.epoch, seq, at, facts))
+	l.evs = append(l.evs, logged{seq: seq, at: at, facts: facts})
 	r := hub.Receipt{Seq: seq, Time: at}
 	if key != "" {
 		l.keys[key] = r
@@ -62,7 +73,7 @@ func (l *sliceLog) Read(_ context.Context, dst []*hub.Event, from uint64, max in
 		return dst, hub.ErrTooOld
 	}
 	for i := from - l.first; i < uint64(len(l.evs)) && max > 0; i++ {
-		dst = append(dst, l.evs[i])
+		dst = append(dst, l.event(l.evs[i]))
 		max--
 	}
 	return dst, nil
@@ -79,8 +90,8 @@ func (l *sliceLog) Follow(ctx context.Context, from uint64, apply func(*hub.Even
 		l.mu.Lock()
 		from = max(from, l.first)
 		var batch []*hub.Event
-		if from-l.first < uint64(len(l.evs)) {
-			batch = append(batch, l.evs[from-l.first:]...)
+		for i := from - l.first; i < uint64(len(l.evs)); i++ {
+			batch = append(batch, l.event(l.evs[i]))
 		}
 		grew := l.grew
 		l.mu.Unlock()
