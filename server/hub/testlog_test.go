@@ -30,7 +30,9 @@ type logged struct {
 	facts []*ringcastv1.Fact
 }
 
-func (l *sliceLog) event(c logged) *hub.Event { return hub.NewCommitEvent(l.epoch, c.seq, c.at, c.facts) }
+func (l *sliceLog) event(c logged) *hub.Event {
+	return hub.NewCommitEvent(l.epoch, c.seq, c.at, c.facts)
+}
 
 func newSliceLog(epoch uint64) *sliceLog {
 	return &sliceLog{epoch: epoch, first: 1, keys: map[string]hub.Receipt{}, grew: make(chan struct{})}
