@@ -233,6 +233,9 @@ func itemJSON(it ringcast.Item) map[string]any {
 		m["seq"] = strconv.FormatUint(it.Seq, 10)
 		m["index"] = float64(it.Index)
 		m["last"] = it.Last
+		if it.Traceparent != "" {
+			m["traceparent"] = it.Traceparent
+		}
 	case ringcast.KindCaughtUp:
 		m["headSeq"] = strconv.FormatUint(it.HeadSeq, 10)
 	case ringcast.KindResynced:

@@ -62,6 +62,10 @@ type Item struct {
 	Time time.Time
 	// Fact is the fact itself (KindFact). It is shared: do not modify it.
 	Fact *ringcastv1.Fact
+	// Traceparent is the W3C trace context of the publish that made the
+	// fact's commit (KindFact), when the producer sent one: extract it
+	// (e.g. propagation.TraceContext) to continue the producer's trace.
+	Traceparent string
 
 	// HeadSeq is the position covered when the stream caught up
 	// (KindCaughtUp), or the server's head when it decided to resync
@@ -465,7 +469,7 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 			if !r.caughtUp {
 				st.caughtUp = false // a replayed fact: CaughtUp is news again
 			}
-			item := Item{Kind: KindFact, Epoch: epoch, Seq: seq, Index: f.GetIndex(), Last: last, Time: at, Fact: f, Cursor: next}
+			item := Item{Kind: KindFact, Epoch: epoch, Seq: seq, Index: f.GetIndex(), Last: last, Time: at, Fact: f, Traceparent: ev.Commit.GetTraceparent(), Cursor: next}
 			if !yield(item, nil) {
 				return endStopped, nil
 			}

@@ -29,6 +29,7 @@ import (
 	"github.com/ringcast/ringcast/server/metrics"
 	"github.com/ringcast/ringcast/server/rpc"
 	"github.com/ringcast/ringcast/server/sse"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is the server's whole configuration: the hub's (embedded; its
@@ -82,6 +83,10 @@ type Config struct {
 	DisableConsole    bool
 	DisableMetrics    bool
 	MetricsAddr       string
+	// TracerProvider, when set, traces every RPC (otelconnect; W3C trace
+	// context). Default nil: no tracing (see TracerProviderFromEnv). A
+	// publish's traceparent is kept on its commit either way.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults returns the documented defaults: those of a zero Config, with
@@ -173,6 +178,10 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	tracing, err := tracingOption(cfg.TracerProvider)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
 	cfg = cfg.withDefaults()
 	var tlsConfig *tls.Config
 	if cfg.TLSCert != "" {
@@ -202,7 +211,7 @@ func New(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)
 	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes,
-		connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), readTimeoutInterceptor{}))
+		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), readTimeoutInterceptor{}))...)
 	mux.Handle(rpcPath, guardRPC(mw, withReadTimeout(cfg.Edge.ReadTimeout, rpcHandler)))
 	health := newHealth()
 	health.handle(mux)

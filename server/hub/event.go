@@ -137,14 +137,15 @@ func (e *Event) Response() *ringcastv1.SubscribeEventsResponse { return e.resp }
 // Commit is the event's commit, or nil for a status event.
 func (e *Event) Commit() *ringcastv1.Commit { return e.resp.GetCommit() }
 
-func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact) *Event {
+func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
 	return sized(&Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
 		Seq:           seq,
 		InstanceEpoch: epoch,
 		EventTime:     timestamppb.New(at),
 		Event: &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{
-			Facts:     facts,
-			FactCount: uint32(len(facts)),
+			Facts:       facts,
+			FactCount:   uint32(len(facts)),
+			Traceparent: traceparent,
 		}},
 	}})
 }
@@ -165,14 +166,15 @@ func sized(e *Event) *Event {
 
 // commitResponse builds a per-stream response for a commit carrying only
 // some of its facts (a filter or a partial resume).
-func commitResponse(epoch, seq uint64, at *timestamppb.Timestamp, facts []*ringcastv1.Fact, factCount uint32) *ringcastv1.SubscribeEventsResponse {
+func commitResponse(epoch, seq uint64, at *timestamppb.Timestamp, facts []*ringcastv1.Fact, factCount uint32, traceparent string) *ringcastv1.SubscribeEventsResponse {
 	return &ringcastv1.SubscribeEventsResponse{
 		Seq:           seq,
 		InstanceEpoch: epoch,
 		EventTime:     at,
 		Event: &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{
-			Facts:     facts,
-			FactCount: factCount,
+			Facts:       facts,
+			FactCount:   factCount,
+			Traceparent: traceparent,
 		}},
 	}
 }

@@ -406,7 +406,7 @@ func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idem
 		}
 		return h.publishLog(ctx, facts, idempotencyKey)
 	}
-	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey}}
+	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)}}
 	var receipts [1]Receipt
 	err := h.publish(commits[:], receipts[:])
 	return receipts[0], err

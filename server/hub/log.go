@@ -52,5 +52,5 @@ var ErrUnavailable = errors.New("hub: log unavailable")
 
 // NewCommitEvent builds the event of a commit read from a Log.
 func NewCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact) *Event {
-	return newCommitEvent(epoch, seq, at, facts)
+	return newCommitEvent(epoch, seq, at, facts, "") // a Log does not keep trace context
 }

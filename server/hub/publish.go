@@ -14,6 +14,23 @@ import (
 type Commit struct {
 	Facts          []*ringcastv1.Fact
 	IdempotencyKey string
+	// Traceparent is the W3C trace context of the publish, kept on the
+	// commit for consumers (empty: none; a Log does not keep it).
+	Traceparent string
+}
+
+type traceparentKey struct{}
+
+// ContextWithTraceparent returns ctx carrying a publish's W3C traceparent;
+// PublishContext keeps it on the commit.
+func ContextWithTraceparent(ctx context.Context, traceparent string) context.Context {
+	return context.WithValue(ctx, traceparentKey{}, traceparent)
+}
+
+// traceparentFrom is the traceparent ContextWithTraceparent put in ctx.
+func traceparentFrom(ctx context.Context) string {
+	tp, _ := ctx.Value(traceparentKey{}).(string)
+	return tp
 }
 
 // ErrBatchUnsupported is returned by PublishBatch for a batch of more than
@@ -127,7 +144,7 @@ func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 		case receipts[i].Duplicate:
 			continue
 		}
-		ev := newCommitEvent(h.epoch, h.ring.head+1, now, c.Facts)
+		ev := newCommitEvent(h.epoch, h.ring.head+1, now, c.Facts, c.Traceparent)
 		h.appendLocked(ev)
 		receipts[i] = Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
 		if c.IdempotencyKey != "" {

@@ -63,7 +63,7 @@ func TestRingRejectsOutOfOrderPush(t *testing.T) {
 // sizedEvent is a commit event of about n bytes.
 func sizedEvent(seq uint64, n int) *Event {
 	f := &ringcastv1.Fact{Topic: "a", Type: "t", Payload: &ringcastv1.Fact_BinaryData{BinaryData: make([]byte, n)}}
-	return newCommitEvent(1, seq, time.Unix(int64(seq), 0), []*ringcastv1.Fact{f})
+	return newCommitEvent(1, seq, time.Unix(int64(seq), 0), []*ringcastv1.Fact{f}, "")
 }
 
 // TestRingDropsOldestWhenBytesExceedTheBound: the ring holds fewer than

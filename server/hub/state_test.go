@@ -12,7 +12,7 @@ func keyed(seq uint64, keys ...string) *Event {
 	for i, k := range keys {
 		facts[i] = &ringcastv1.Fact{Index: uint32(i), Topic: "t/" + k, Type: "x", Key: k}
 	}
-	return newCommitEvent(1, seq, time.Unix(int64(seq), 0), facts)
+	return newCommitEvent(1, seq, time.Unix(int64(seq), 0), facts, "")
 }
 
 func TestStateTableKeepsLatestPerKeyInSeqOrderAndEvictsLeastRecent(t *testing.T) {
@@ -70,7 +70,7 @@ func TestDedupeForgetsAfterWindowAndBeyondLimit(t *testing.T) {
 func TestStateTableEvictsLeastRecentlyUpdatedByBytes(t *testing.T) {
 	big := func(seq uint64, key string, n int) *Event {
 		f := &ringcastv1.Fact{Topic: "t", Type: "x", Key: key, Payload: &ringcastv1.Fact_BinaryData{BinaryData: make([]byte, n)}}
-		return newCommitEvent(1, seq, time.Unix(int64(seq), 0), []*ringcastv1.Fact{f})
+		return newCommitEvent(1, seq, time.Unix(int64(seq), 0), []*ringcastv1.Fact{f}, "")
 	}
 	st := newStateTable(1000, 3500)
 	st.apply(big(1, "a", 1000))

@@ -237,7 +237,7 @@ func (s *stream) sendLatestPerKey(status *Event, facts []snapshotFact) error {
 			group = append(group, f.fact)
 		}
 		first := facts[i]
-		if err := s.sink.Send(commitResponse(s.h.epoch, first.seq, timestamppb.New(first.at), group, first.factCount)); err != nil {
+		if err := s.sink.Send(commitResponse(s.h.epoch, first.seq, timestamppb.New(first.at), group, first.factCount, "")); err != nil {
 			return err
 		}
 		s.sent = first.seq
@@ -260,7 +260,7 @@ func (s *stream) sendPartial(ev *Event, from uint32) error {
 		return nil
 	}
 	s.sent = ev.Seq
-	return s.sendNow(commitResponse(s.h.epoch, ev.Seq, ev.resp.GetEventTime(), facts, c.GetFactCount()))
+	return s.sendNow(commitResponse(s.h.epoch, ev.Seq, ev.resp.GetEventTime(), facts, c.GetFactCount(), c.GetTraceparent()))
 }
 
 // loop replays from s.next and then tails live until the stream ends.
@@ -433,7 +433,7 @@ func (s *stream) filtered(ev *Event) *ringcastv1.SubscribeEventsResponse {
 			facts = append(facts, f)
 		}
 	}
-	return commitResponse(s.h.epoch, ev.Seq, ev.resp.EventTime, facts, c.FactCount)
+	return commitResponse(s.h.epoch, ev.Seq, ev.resp.EventTime, facts, c.FactCount, c.Traceparent)
 }
 
 // wait blocks until the ring may have more for this stream (nil), or until

@@ -79,7 +79,8 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
 		return nil, connect.NewError(connect.CodePermissionDenied, err)
 	}
-	r, err := s.hub.PublishContext(ctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
+	tctx := hub.ContextWithTraceparent(ctx, traceparent(ctx, req.Header()))
+	r, err := s.hub.PublishContext(tctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
 	if err != nil {
 		return nil, publishError(err)
 	}
@@ -91,12 +92,13 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 // shape; the hub checks that every fact is deliverable before any append.
 func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcastv1.PublishBatchRequest]) (*connect.Response[ringcastv1.PublishBatchResponse], error) {
 	in := req.Msg.GetCommits()
+	tp := traceparent(ctx, req.Header())
 	commits := make([]hub.Commit, len(in))
 	for i, c := range in {
 		if err := auth.CheckPublish(ctx, c.GetFacts()); err != nil {
 			return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("commits[%d].%w", i, err))
 		}
-		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey()}
+		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey(), Traceparent: tp}
 	}
 	rs, err := s.hub.PublishBatch(ctx, commits)
 	if err != nil {

@@ -28,6 +28,12 @@ export interface FactItem {
   /** Opaque payload, when the fact carries one (see contentType). */
   readonly binaryData?: Uint8Array;
   readonly contentType: string;
+  /**
+   * The W3C trace context (`traceparent`) of the publish that made this
+   * commit, when the producer sent one: extract it to continue the
+   * producer's trace.
+   */
+  readonly traceparent?: string;
   /** The commit time. */
   readonly eventTime?: Date;
 }

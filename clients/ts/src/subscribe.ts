@@ -464,6 +464,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
         ...(f.payload.case === "data" ? { data: f.payload.value } : {}),
         ...(f.payload.case === "binaryData" ? { binaryData: f.payload.value } : {}),
         ...(eventTime ? { eventTime } : {}),
+        ...(c.traceparent ? { traceparent: c.traceparent } : {}),
       };
       // Consumed as it is handed over: the cursor moves first.
       this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq, fact: last ? 0 : f.index + 1 });

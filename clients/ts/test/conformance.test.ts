@@ -60,6 +60,7 @@ function itemJson(item: StreamItem, cursor: string): JsonObject {
   switch (item.kind) {
     case "fact":
       Object.assign(m, { seq: item.seq.toString(), index: item.index, last: item.last });
+      if (item.traceparent) m["traceparent"] = item.traceparent;
       break;
     case "caught_up":
       m["headSeq"] = item.headSeq.toString();

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/ringcast/ringcast/server/app"
 )
@@ -74,6 +75,21 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.Logger = logger
 	cfg.AllowedHosts, cfg.CORSOrigins = allowedHosts, corsOrigins
 	cfg.DisableReflection, cfg.DisableConsole, cfg.DisableMetrics = !*reflection, !*consoleOn, !*metricsOn
+	tp, err := app.TracerProviderFromEnv(ctx, cfg.Version)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		cfg.TracerProvider = tp
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				logger.Warn("flushing traces", "err", err)
+			}
+		}()
+		logger.Info("tracing on: OTLP over HTTP")
+	}
 	return app.Run(ctx, cfg)
 }
 

@@ -586,7 +586,11 @@ type Commit struct {
 	// The commit's facts that match the stream's filter, in index order.
 	Facts []*Fact `protobuf:"bytes,1,rep,name=facts,proto3" json:"facts,omitempty"`
 	// Number of facts in the ORIGINAL commit (filtering does not change it).
-	FactCount     uint32 `protobuf:"varint,2,opt,name=fact_count,json=factCount,proto3" json:"fact_count,omitempty"`
+	FactCount uint32 `protobuf:"varint,2,opt,name=fact_count,json=factCount,proto3" json:"fact_count,omitempty"`
+	// The W3C trace context (`traceparent`) of the Publish that made this
+	// commit, when its request carried one: a consumer continues the
+	// producer's trace from it. Empty otherwise.
+	Traceparent   string `protobuf:"bytes,3,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -633,6 +637,13 @@ func (x *Commit) GetFactCount() uint32 {
 		return x.FactCount
 	}
 	return 0
+}
+
+func (x *Commit) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 // Fact is one record inside a commit.
@@ -1657,11 +1668,12 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\theartbeat\x18\x0e \x01(\v2\x16.ringcast.v1.HeartbeatH\x00R\theartbeat\x12$\n" +
 	"\x03gap\x18\x0f \x01(\v2\x10.ringcast.v1.GapH\x00R\x03gap\x12F\n" +
 	"\x0fresync_required\x18\x10 \x01(\v2\x1b.ringcast.v1.ResyncRequiredH\x00R\x0eresyncRequiredB\a\n" +
-	"\x05event\"P\n" +
+	"\x05event\"r\n" +
 	"\x06Commit\x12'\n" +
 	"\x05facts\x18\x01 \x03(\v2\x11.ringcast.v1.FactR\x05facts\x12\x1d\n" +
 	"\n" +
-	"fact_count\x18\x02 \x01(\rR\tfactCount\"\xb4\x02\n" +
+	"fact_count\x18\x02 \x01(\rR\tfactCount\x12 \n" +
+	"\vtraceparent\x18\x03 \x01(\tR\vtraceparent\"\xb4\x02\n" +
 	"\x04Fact\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12@\n" +
 	"\x05topic\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18\x80\x012\x1e^[a-z0-9._-]+(/[a-z0-9._-]+)*$R\x05topic\x12.\n" +

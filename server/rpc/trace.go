@@ -1,0 +1,22 @@
+package rpc
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// traceparent is the W3C traceparent a publish keeps on its commit: the
+// server span's when tracing is on (otelconnect made it a child of the
+// caller's), else the caller's own `traceparent` header, if valid. Empty
+// when there is neither.
+func traceparent(ctx context.Context, header http.Header) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(header))
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return carrier.Get("traceparent")
+}
