@@ -10,7 +10,7 @@ import (
 
 func TestEvictedTopicsMatchesLikeTheFilter(t *testing.T) {
 	var x evictedTopics
-	x.note(newCommitEvent(1, 5, time.Now(), []*ringcastv1.Fact{{Topic: "gauges/ribble/g-14"}, {Topic: "a"}}))
+	x.note(newCommitEvent(1, 5, time.Now(), []*ringcastv1.Fact{{Topic: "gauges/ribble/g-14"}, {Topic: "a"}}, ""))
 	for _, c := range []struct {
 		topics []string
 		from   uint64
@@ -46,7 +46,7 @@ func TestEvictedStatusEventsPassEveryFilter(t *testing.T) {
 func TestEvictedTopicsStaysBoundedAndConservative(t *testing.T) {
 	var x evictedTopics
 	for seq := uint64(1); seq <= maxEvictedTopics+10; seq++ {
-		x.note(newCommitEvent(1, seq, time.Now(), []*ringcastv1.Fact{{Topic: fmt.Sprintf("t%d", seq)}}))
+		x.note(newCommitEvent(1, seq, time.Now(), []*ringcastv1.Fact{{Topic: fmt.Sprintf("t%d", seq)}}, ""))
 		if len(x.last) > maxEvictedTopics {
 			t.Fatalf("%d entries after seq %d, bound %d", len(x.last), seq, maxEvictedTopics)
 		}
