@@ -151,3 +151,27 @@ func ExampleLoadCursor() {
 	// run 1: g-014
 	// run 2: g-015
 }
+
+// WithTokenSource sends "Authorization: Bearer <token>" with a token the
+// source returns for each request (and each reconnect), so a token that
+// expires is replaced without restarting the subscription. Here the source
+// stands in for reading a refreshed token from a file or an identity
+// provider (this example server does not check tokens).
+func ExampleWithTokenSource() {
+	url, stop := startExampleServer()
+	defer stop()
+	calls := 0
+	source := func(ctx context.Context) (string, error) {
+		calls++
+		return fmt.Sprintf("token-%d", calls), nil
+	}
+	c := ringcast.NewClient(url, ringcast.WithTokenSource(source))
+	defer c.CloseIdleConnections()
+	st, err := c.Status(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("window:", st.GetStatus().GetWindow(), "token requested:", calls > 0)
+	// Output:
+	// window: 1024 token requested: true
+}
