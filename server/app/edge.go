@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -110,7 +111,10 @@ func withReadTimeout(d time.Duration, next http.Handler) http.Handler {
 }
 
 // readTimeoutInterceptor clears a stream's read deadline after its request
-// message has been read.
+// message has been read, and answers a stream request that cannot be read
+// as one message — truncated, empty, or holding two messages — with
+// invalid_argument (connect-go's own codes for these are internal and
+// unimplemented, which would tell a client to retry or give up wrongly).
 type readTimeoutInterceptor struct{}
 
 func (readTimeoutInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
@@ -122,20 +126,37 @@ func (readTimeoutInterceptor) WrapStreamingClient(next connect.StreamingClientFu
 func (readTimeoutInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		clear, _ := ctx.Value(readDoneKey{}).(func())
-		if clear == nil {
-			return next(ctx, conn)
+		rc := &requestReader{StreamingHandlerConn: conn, clear: clear}
+		err := next(ctx, rc)
+		if err != nil && rc.fault != "" && ctx.Err() == nil {
+			return connect.NewError(connect.CodeInvalidArgument, errors.New(rc.fault))
 		}
-		return next(ctx, &clearOnReceive{StreamingHandlerConn: conn, clear: clear})
+		return err
 	}
 }
 
-type clearOnReceive struct {
+// requestReader watches a server stream's request: the first Receive must
+// return one message and the second io.EOF.
+type requestReader struct {
 	connect.StreamingHandlerConn
-	clear func()
+	clear    func() // nil: no read deadline to clear
+	received int
+	fault    string // why the request could not be read, if it could not
 }
 
-func (c *clearOnReceive) Receive(msg any) error {
+func (c *requestReader) Receive(msg any) error {
 	err := c.StreamingHandlerConn.Receive(msg)
-	c.clear()
+	c.received++
+	switch {
+	case c.received == 1 && errors.Is(err, io.EOF):
+		c.fault = "the request holds no message; a server stream takes exactly one"
+	case c.received == 2 && err == nil:
+		c.fault = "the request holds more than one message; a server stream takes exactly one"
+	case err != nil && !errors.Is(err, io.EOF):
+		c.fault = "the request message could not be read: " + err.Error()
+	}
+	if c.clear != nil && c.received == 2 {
+		c.clear()
+	}
 	return err
 }

@@ -266,3 +266,30 @@ func TestTrickledBodyIsCut(t *testing.T) {
 		t.Fatalf("trickled body was accepted: %q", b)
 	}
 }
+
+// TestMalformedStreamRequestsAreInvalidArgument: a SubscribeEvents request
+// that is truncated, empty or holds two messages is invalid_argument on
+// Connect and gRPC-Web (connect-go alone answers internal and
+// unimplemented).
+func TestMalformedStreamRequestsAreInvalidArgument(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	env := func(msg string) string {
+		n := len(msg)
+		return string([]byte{0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}) + msg
+	}
+	one := env(`{"endAtHead":true}`)
+	for _, ctype := range []string{"application/connect+json", "application/grpc-web+json"} {
+		for name, body := range map[string]string{"truncated": one[:8], "empty": "", "two messages": one + one} {
+			resp, err := http.Post(srv.URL+"/ringcast.v1.EventService/SubscribeEvents", ctype, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			status := resp.Header.Get("Grpc-Status") + resp.Trailer.Get("Grpc-Status")
+			if !strings.Contains(string(b), `"code":"invalid_argument"`) && status != "3" && !strings.Contains(string(b), "grpc-status:3") {
+				t.Errorf("%s, %s: %q (grpc-status %q), want invalid_argument", ctype, name, b, status)
+			}
+		}
+	}
+}
