@@ -40,15 +40,9 @@ type Edge struct {
 }
 
 func (e Edge) withDefaults() Edge {
-	if e.MaxStreamsPerClient == 0 {
-		e.MaxStreamsPerClient = 64
-	}
-	if e.PublishRate == 0 {
-		e.PublishRate = 2000
-	}
-	if e.PublishBurst == 0 {
-		e.PublishBurst = 4000
-	}
+	// The per-client defaults are package limit's.
+	lim := limit.Config{MaxStreams: e.MaxStreamsPerClient, PublishRate: e.PublishRate, PublishBurst: e.PublishBurst}.WithDefaults()
+	e.MaxStreamsPerClient, e.PublishRate, e.PublishBurst = lim.MaxStreams, lim.PublishRate, lim.PublishBurst
 	if e.MaxConns == 0 {
 		e.MaxConns = limit.DefaultMaxConns()
 	}
