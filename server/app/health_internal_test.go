@@ -11,7 +11,7 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/ringtest"
 	"github.com/ringcast/ringcast/server/ringtest/faultproxy"

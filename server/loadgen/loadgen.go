@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 )
 
 // Config is one run's configuration; the fields mirror the flags of

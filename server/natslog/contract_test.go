@@ -11,7 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/app"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/hub"

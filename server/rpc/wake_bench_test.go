@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 

@@ -1,10 +1,10 @@
 // Command gendefaults writes the clients' shared defaults — reconnect
 // backoff, idle timeout and which error codes are permanent — from
-// clients/conformance/defaults.json into clients/go/defaults_gen.go and
+// clients/conformance/defaults.json into clients/go/ringcast/defaults_gen.go and
 // clients/ts/src/defaults_gen.ts, so both clients read one definition.
 //
 // Run from the repository root: go run ./clients/conformance/gendefaults
-// (go generate ./clients/go does). Its test fails when the committed files
+// (go generate ./clients/go/ringcast does). Its test fails when the committed files
 // are stale.
 package main
 
@@ -37,7 +37,7 @@ type Defaults struct {
 // The files, relative to the repository root.
 const (
 	source = "clients/conformance/defaults.json"
-	goOut  = "clients/go/defaults_gen.go"
+	goOut  = "clients/go/ringcast/defaults_gen.go"
 	tsOut  = "clients/ts/src/defaults_gen.ts"
 )
 

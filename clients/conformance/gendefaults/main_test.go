@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestGeneratedDefaultsAreCurrent fails when clients/go/defaults_gen.go or
+// TestGeneratedDefaultsAreCurrent fails when clients/go/ringcast/defaults_gen.go or
 // clients/ts/src/defaults_gen.ts differ from what defaults.json generates
 // (run `go run ./clients/conformance/gendefaults` from the root).
 func TestGeneratedDefaultsAreCurrent(t *testing.T) {

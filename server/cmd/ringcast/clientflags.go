@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 )
 
 // clientFlags are the flags every client command takes.

@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	"github.com/ringcast/ringcast/server/loadgen"
 )
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 )
 
 func TestRemoveCursorTempsRemovesOnlyItsOwn(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 )
 
 // TestBackoffIsCappedJitteredAndNeverZero checks the delay bounds for

@@ -1,6 +1,6 @@
 package ringcast
 
-//go:generate sh -c "cd ../.. && go run ./clients/conformance/gendefaults"
+//go:generate sh -c "cd ../../.. && go run ./clients/conformance/gendefaults"
 
 import (
 	"errors"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 )
 
 func TestCursorTextRoundTrip(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/authtest"
 	"github.com/ringcast/ringcast/server/ringtest"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/ringtest"
 )

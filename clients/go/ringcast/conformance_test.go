@@ -16,7 +16,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 )
@@ -50,7 +50,7 @@ type vector struct {
 
 func loadVectors(t *testing.T) []vector {
 	t.Helper()
-	files, err := filepath.Glob("../conformance/vectors/*.json")
+	files, err := filepath.Glob("../../conformance/vectors/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no vectors: %v", err)
 	}
