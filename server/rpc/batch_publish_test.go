@@ -9,7 +9,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	ringcast "github.com/ringcast/ringcast/clients/go"
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/ringtest"
 )
@@ -105,6 +105,9 @@ func TestBadPublishBatchIsRejectedWholeAndAppendsNothing(t *testing.T) {
 			_, err := c.PublishBatch(context.Background(), connect.NewRequest(&ringcastv1.PublishBatchRequest{Commits: []*ringcastv1.PublishRequest{good}}))
 			if connect.CodeOf(err) != connect.CodeUnavailable {
 				t.Fatalf("err %v, want unavailable", err)
+			}
+			if strings.Contains(err.Error(), "hub:") {
+				t.Fatalf("err %q names a package of the server's", err)
 			}
 			if _, now := srv.Hub().Bounds(); now != head {
 				t.Fatalf("head moved from %d to %d", head, now)

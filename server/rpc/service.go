@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/validate"
@@ -111,19 +112,23 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 	return connect.NewResponse(&ringcastv1.PublishBatchResponse{Receipts: out}), nil
 }
 
-// publishError maps a hub publish error to its RPC code.
+// publishError maps a hub publish error to its RPC code, with a message
+// that names no package of the server's.
 func publishError(err error) error {
+	code := connect.CodeInternal
 	switch {
 	case errors.Is(err, hub.ErrInvalidFact):
-		return connect.NewError(connect.CodeInvalidArgument, err)
+		code = connect.CodeInvalidArgument
 	case errors.Is(err, hub.ErrDedupeFull):
-		return connect.NewError(connect.CodeResourceExhausted, err)
+		code = connect.CodeResourceExhausted
 	case errors.Is(err, hub.ErrDraining), errors.Is(err, hub.ErrUnavailable):
-		return connect.NewError(connect.CodeUnavailable, err)
+		code = connect.CodeUnavailable
 	case errors.Is(err, hub.ErrBatchUnsupported):
-		return connect.NewError(connect.CodeUnimplemented, err)
+		code = connect.CodeUnimplemented
+	default:
+		return connect.NewError(code, errors.New("internal error"))
 	}
-	return connect.NewError(connect.CodeInternal, err)
+	return connect.NewError(code, errors.New(strings.TrimPrefix(err.Error(), "hub: ")))
 }
 
 func receipt(r hub.Receipt) *ringcastv1.PublishResponse {
