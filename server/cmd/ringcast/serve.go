@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ringcast/ringcast/server/app"
@@ -68,6 +72,11 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if zero := zeroCounts(fs); zero != nil {
+		// A zero field means "the default" to app.Config; a zero typed by
+		// the user is a mistake, reported with the rest of the config's.
+		return errors.Join(zero, cfg.Validate())
+	}
 	logger, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return err
@@ -108,4 +117,29 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log-format %q: want text or json", format)
 	}
+}
+
+// countFlags are serve's counts and byte sizes: given as 0 they would mean
+// the default (or, for some, nothing at all), never what a user means.
+var countFlags = []string{
+	"window", "state-keys", "dedupe-keys", "max-request-bytes", "max-fact-bytes",
+	"max-data-depth", "max-ring-bytes", "max-state-bytes", "max-streams-per-client",
+	"publish-rate", "publish-burst", "max-conns", "max-h2-streams", "state-rebuild",
+}
+
+// zeroCounts reports every count flag set to 0 (on the command line or by
+// its RINGCAST_* variable), one error each.
+func zeroCounts(fs *flag.FlagSet) error {
+	var errs []error
+	fs.Visit(func(f *flag.Flag) {
+		if !slices.Contains(countFlags, f.Name) || f.Value.String() != "0" {
+			return
+		}
+		if strings.Contains(f.Usage, "negative: no bound") {
+			errs = append(errs, fmt.Errorf("%s must not be 0: give a positive bound, or a negative value for none", f.Name))
+		} else {
+			errs = append(errs, fmt.Errorf("%s must be positive, not 0", f.Name))
+		}
+	})
+	return errors.Join(errs...)
 }

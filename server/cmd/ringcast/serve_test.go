@@ -179,6 +179,7 @@ func TestStoreErrorsExitNonZero(t *testing.T) {
 // of them reported together, one line each, before anything listens —
 // from flags and from RINGCAST_* alike.
 func TestNonsensicalConfigIsRefusedWithOneErrorPerValue(t *testing.T) {
+	t.Setenv("RINGCAST_WINDOW", "0")
 	t.Setenv("RINGCAST_MAX_FACT_BYTES", "10")
 	var out, errOut bytes.Buffer
 	code := run([]string{"serve", "--addr", "127.0.0.1:0",
@@ -191,7 +192,8 @@ func TestNonsensicalConfigIsRefusedWithOneErrorPerValue(t *testing.T) {
 	for _, want := range []string{
 		"dedupe-keys must be", "heartbeat must be at least 100ms", "coalesce must not exceed the heartbeat",
 		"max-fact-bytes must be", "max-data-depth must be", "publish-burst must be",
-		"idle-timeout must be", "max-conns must be",
+		"idle-timeout must be", "max-conns must be", "state-keys must be positive, not 0",
+		"window must be positive, not 0",
 	} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
