@@ -79,7 +79,11 @@ func (e *Event) Encoded(enc Encoding, marshal func(*ringcastv1.SubscribeEventsRe
 	}
 	if !slot.CompareAndSwap(nil, &b) {
 		e.release(int64(len(b)))
-		b = *slot.Load()
+		// Another send cached it first; the ring may have dropped the
+		// event (and cleared the slot) since, so keep ours then.
+		if p := slot.Load(); p != nil {
+			b = *p
+		}
 	}
 	return b, nil
 }
