@@ -380,10 +380,17 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	cfg = s.cfg
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
+	// abort undoes New when Run fails before serving.
+	abort := func() {
+		if s.metricsLn != nil {
+			_ = s.metricsLn.Close()
+		}
 		s.Hub.Close()
 		s.closeStore()
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		abort()
 		return err
 	}
 	scheme := "http"
@@ -403,7 +410,7 @@ func Run(ctx context.Context, cfg Config) error {
 		stop, err := servePprof(ctx, cfg.PprofAddr, cfg.Logger)
 		if err != nil {
 			_ = ln.Close()
-			s.Hub.Close()
+			abort()
 			return err
 		}
 		defer stop()
