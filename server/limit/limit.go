@@ -198,8 +198,11 @@ func (l *Limiter) AllowPublish(id string, n int) error {
 	burst := float64(l.cfg.PublishBurst)
 	c.tokens = min(burst, c.tokens+now.Sub(c.refill).Seconds()*l.cfg.PublishRate)
 	c.refill = now
-	if need := float64(n); need > c.tokens {
-		wait := time.Duration((min(need, burst) - c.tokens) / l.cfg.PublishRate * float64(time.Second))
+	// A batch larger than the bucket passes once the bucket is full and
+	// leaves it in debt, so the client's next commits wait it off; asking
+	// for more than the bucket can hold would be refused for ever.
+	if need := min(float64(n), burst); need > c.tokens {
+		wait := time.Duration((need - c.tokens) / l.cfg.PublishRate * float64(time.Second))
 		return l.refuse(id, c, now, &Error{
 			Limit:      Publish,
 			RetryAfter: wait,
