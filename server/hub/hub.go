@@ -298,7 +298,7 @@ func (h *Hub) Window() int { return h.cfg.Window }
 func (h *Hub) Subscribers() int64 { return h.subscribers.Load() }
 
 // Bounds returns the oldest and head seq: the servable range. With a Log,
-// oldest is the Log's first seq (as last learnt, see refreshFirst).
+// oldest is the Log's first seq (as last learnt, see refreshRange).
 func (h *Hub) Bounds() (oldest, head uint64) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

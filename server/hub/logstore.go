@@ -49,11 +49,16 @@ func (h *Hub) startLog() error {
 // the ring's head whenever the Log's Follow fails.
 func (h *Hub) follow(ctx context.Context, from uint64) {
 	defer h.notifierWG.Done()
-	retry := 100 * time.Millisecond
+	const minRetry = 100 * time.Millisecond
+	retry := minRetry
 	for {
+		began := time.Now()
 		err := h.log.Follow(ctx, from, h.ingest)
 		if ctx.Err() != nil {
 			return
+		}
+		if time.Since(began) > 10*time.Second {
+			retry = minRetry // it had been following well: start over
 		}
 		h.cfg.Logger.Warn("following the log failed; retrying", "err", err, "after", retry)
 		select {
@@ -81,7 +86,7 @@ func (h *Hub) refreshRange(ctx context.Context) {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		h.RefreshRange(rctx)
+		h.updateRange(rctx)
 		cancel()
 	}
 }
@@ -171,10 +176,10 @@ func (h *Hub) logRange(ctx context.Context) (first, last uint64, err error) {
 	return first, last, nil
 }
 
-// RefreshRange updates the servable range reported by Bounds and
-// ServerStatus from the Log (a no-op in memory). The metrics watcher and
-// heartbeats call it; a failing Log leaves the last known range.
-func (h *Hub) RefreshRange(ctx context.Context) {
+// updateRange updates the servable range reported by Bounds and
+// ServerStatus from the Log (a no-op in memory); refreshRange calls it
+// every second. A failing Log leaves the last known range.
+func (h *Hub) updateRange(ctx context.Context) {
 	if h.log == nil {
 		return
 	}

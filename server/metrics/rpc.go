@@ -47,8 +47,8 @@ func newRPCMetrics() *rpcMetrics {
 
 // Interceptor returns a Connect handler interceptor that records
 // ringcast_rpc_handled_total and ringcast_rpc_duration_seconds. Install it
-// outermost, so it also sees requests that validation or authentication
-// reject.
+// outermost, so it also sees requests that validation rejects (tokens are
+// checked before Connect, and counted by ringcast_auth_rejections_total).
 func (m *Metrics) Interceptor() connect.Interceptor { return rpcInterceptor{m.rpc} }
 
 type rpcInterceptor struct{ m *rpcMetrics }
