@@ -154,7 +154,10 @@ export function transportFor(p: Protocol, baseUrl: string): { transport: Transpo
 
 /** publish appends one commit of facts (topic, type, key, data) over Connect. */
 export async function publish(baseUrl: string, facts: { topic: string; type: string; key?: string; data: JsonObject }[]): Promise<bigint> {
-  const client = createClient(EventService, createConnectTransport({ baseUrl, httpVersion: "1.1" }));
+  // agent: false: a fresh connection each time. Node's global agent keeps
+  // connections alive, and one kept from a server that has since been
+  // restarted on the same port would fail with "socket hang up".
+  const client = createClient(EventService, createConnectTransport({ baseUrl, httpVersion: "1.1", nodeOptions: { agent: false } }));
   const res = await client.publish({
     facts: facts.map((f) => create(FactSchema, { topic: f.topic, type: f.type, key: f.key ?? "", payload: { case: "data", value: f.data } })),
   });
