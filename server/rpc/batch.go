@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 	"net/http"
+
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 )
 
 // batchWriter holds back the flush connect makes after every streamed
@@ -22,12 +24,17 @@ type batchWriter struct {
 
 type batchWriterKey struct{}
 
-// withBatchWriter gives every request a batchWriter, which passes flushes
-// through until a SubscribeEvents stream holds them. The stream's handler
+// withBatchWriter gives every SubscribeEvents request a batchWriter, which
+// passes flushes through until the stream holds them. The stream's handler
 // finds it in the request context: connect hands the handler no other
-// per-request value from the HTTP layer.
+// per-request value from the HTTP layer. Other procedures (unary ones
+// above all) pass straight through, paying nothing for it.
 func withBatchWriter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != ringcastv1connect.EventServiceSubscribeEventsProcedure {
+			next.ServeHTTP(w, r)
+			return
+		}
 		bw := &batchWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 		next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), batchWriterKey{}, bw)))
 	})

@@ -131,13 +131,17 @@ func publishError(err error) error {
 	return connect.NewError(code, errors.New(strings.TrimPrefix(err.Error(), "hub: ")))
 }
 
+// receiptMsg is a receipt and its timestamp, allocated together.
+type receiptMsg struct {
+	resp ringcastv1.PublishResponse
+	time timestamppb.Timestamp
+}
+
 func receipt(r hub.Receipt) *ringcastv1.PublishResponse {
-	return &ringcastv1.PublishResponse{
-		Seq:           r.Seq,
-		InstanceEpoch: r.Epoch,
-		EventTime:     timestamppb.New(r.Time),
-		Duplicate:     r.Duplicate,
-	}
+	m := &receiptMsg{}
+	m.time.Seconds, m.time.Nanos = r.Time.Unix(), int32(r.Time.Nanosecond())
+	m.resp.Seq, m.resp.InstanceEpoch, m.resp.EventTime, m.resp.Duplicate = r.Seq, r.Epoch, &m.time, r.Duplicate
+	return &m.resp
 }
 
 // GetServerStatus reports the running instance.
