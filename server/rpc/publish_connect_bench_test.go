@@ -178,4 +178,3 @@ func fixedResponder(b *testing.B) string {
 	}()
 	return ln.Addr().String()
 }
-
