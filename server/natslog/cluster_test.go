@@ -2,6 +2,7 @@ package natslog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -12,10 +13,12 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
 	"github.com/ringcast/ringcast/server/natslog"
+	"github.com/ringcast/ringcast/server/ringtest/history"
 )
 
 // freePorts reserves n loopback ports (closed again before use).
@@ -37,55 +40,112 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
+// testCluster is three in-process nats-servers forming a JetStream
+// cluster, each restartable on its ports and its store.
+type testCluster struct {
+	t       testing.TB
+	opts    []func() *server.Options
+	servers []*server.Server
+	urls    string // every server's client URL, comma-separated
+}
+
 // cluster starts three in-process nats-servers forming a JetStream cluster
 // and returns them with a URL list reaching all three.
 func cluster(t testing.TB) ([]*server.Server, string) {
-	t.Helper()
-	ports := freePorts(t, 3)
-	var routes []*url.URL
-	for _, p := range ports {
-		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
-	}
-	var servers []*server.Server
-	var urls []string
-	for i := range 3 {
-		ns, err := natslog.StartServer(&server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1),
-			Host:       "127.0.0.1",
-			Port:       -1,
-			JetStream:  true,
-			StoreDir:   t.TempDir(),
-			NoSigs:     true,
-			NoLog:      true,
-			Cluster:    server.ClusterOpts{Name: "ringcast-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:     routes,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-		servers = append(servers, ns)
-		urls = append(urls, ns.ClientURL())
-	}
-	return servers, strings.Join(urls, ",")
+	c := newCluster(t)
+	return c.servers, c.urls
 }
 
-// TestLeaderKillDeliversEveryAcknowledgedCommitOnce: an R3 stream on three
-// nats-servers; a publisher on replica A retries every failed publish with
-// its key, a subscriber on replica B reads live; the stream's leader is
-// shut down midway. Every acknowledged commit is delivered once, in seq
-// order, and no key is appended twice.
-func TestLeaderKillDeliversEveryAcknowledgedCommitOnce(t *testing.T) {
-	servers, urls := cluster(t)
+// newCluster starts three in-process nats-servers forming a JetStream
+// cluster.
+func newCluster(t testing.TB) *testCluster {
+	t.Helper()
+	ports := freePorts(t, 6) // three client ports, three route ports
+	var routes []*url.URL
+	for _, p := range ports[3:] {
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+	}
+	c := &testCluster{t: t}
+	var urls []string
+	for i := range 3 {
+		dir := t.TempDir()
+		c.opts = append(c.opts, func() *server.Options {
+			return &server.Options{
+				ServerName: fmt.Sprintf("n%d", i+1),
+				Host:       "127.0.0.1",
+				Port:       ports[i],
+				JetStream:  true,
+				StoreDir:   dir,
+				NoSigs:     true,
+				NoLog:      true,
+				Cluster:    server.ClusterOpts{Name: "ringcast-test", Host: "127.0.0.1", Port: ports[3+i]},
+				Routes:     routes,
+			}
+		})
+		c.servers = append(c.servers, nil)
+		c.start(i)
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+	}
+	t.Cleanup(func() {
+		for _, ns := range c.servers {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	})
+	c.urls = strings.Join(urls, ",")
+	return c
+}
+
+// start starts server i on its ports and its store (again, after stop).
+func (c *testCluster) start(i int) {
+	c.t.Helper()
+	ns, err := natslog.StartServer(c.opts[i]())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.servers[i] = ns
+}
+
+// stop shuts down the server named name and returns its index.
+func (c *testCluster) stop(name string) int {
+	c.t.Helper()
+	for i, ns := range c.servers {
+		if ns.Name() == name {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			return i
+		}
+	}
+	c.t.Fatalf("no server named %q", name)
+	return -1
+}
+
+// TestStreamReplicaKilledAndRestarted: an R3 stream on three nats-servers;
+// three publishers on ringcast replica A retry every failed publish with
+// its key, and subscribers on replicas A and B read live. Midway one of
+// the stream's servers — its leader, or one of its followers — is shut
+// down with publishes in flight, and later started again on its store.
+// Every publish gets a receipt or a retryable error (ErrUnavailable, the
+// RPC's unavailable); a retried key is appended once; every subscriber is
+// given every acknowledged commit exactly once, in order (the history
+// checker); the server that came back catches up with the stream.
+func TestStreamReplicaKilledAndRestarted(t *testing.T) {
+	for _, victim := range []string{"leader", "follower"} {
+		t.Run(victim, func(t *testing.T) { testReplicaKill(t, victim) })
+	}
+}
+
+func testReplicaKill(t *testing.T, victim string) {
+	c := newCluster(t)
 	connect := func() *nats.Conn {
-		nc, err := natslog.Connect([]string{urls}, "", nil)
+		nc, err := natslog.Connect([]string{c.urls}, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var la *natslog.Log
 	for {
@@ -101,24 +161,27 @@ func TestLeaderKillDeliversEveryAcknowledgedCommitOnce(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	lb, err := natslog.Open(ctx, connect(), natslog.Options{})
+	lb, err := natslog.Open(ctx, connect(), natslog.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := newHub(t, la, 16), newHub(t, lb, 16)
+	const total = 90
+	a, b := newHub(t, la, 2*total), newHub(t, lb, 2*total)
+	epoch := a.Epoch()
 
-	const total = 60
-	rec := &syncRecorder{}
-	subDone := make(chan error, 1)
-	go func() { subDone <- b.Subscribe(ctx, hub.Request{UntilSeq: total}, rec) }()
+	hist := history.New()
+	subDone := make(chan error, 2)
+	for name, h := range map[string]*hub.Hub{"on A": a, "on B": b} {
+		sink := &historySink{c: hist.Consumer(name), epoch: epoch}
+		go func() { subDone <- h.Subscribe(ctx, hub.Request{UntilSeq: total}, sink) }()
+	}
 
-	// Three publishers, so that publishes are in flight when the leader
+	// Three publishers, so that publishes are in flight when the server
 	// goes; each retries a failed publish with its key.
 	var mu sync.Mutex
-	acked := map[string]hub.Receipt{}
-	retries := 0
-	killAt := make(chan struct{})
-	var once sync.Once
+	acked := 0
+	var retries, duplicates int
+	phase := []chan struct{}{make(chan struct{}), make(chan struct{})} // kill, restart
 	var wg sync.WaitGroup
 	for w := range 3 {
 		wg.Go(func() {
@@ -126,21 +189,33 @@ func TestLeaderKillDeliversEveryAcknowledgedCommitOnce(t *testing.T) {
 				key := fmt.Sprintf("k%03d", i)
 				for attempt := 0; ; attempt++ {
 					pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
-					r, err := a.PublishContext(pctx, []*ringcastv1.Fact{fact("t", key, i)}, key)
+					r, err := a.PublishContext(pctx, []*ringcastv1.Fact{fact("t", key, i), fact("t", key, -i)}, key)
 					pcancel()
 					if err == nil {
+						// Recorded once: a key is retried only after an
+						// error, so no earlier receipt names it.
+						hist.Published(r.Epoch, r.Seq, 2)
 						mu.Lock()
-						acked[key] = r
-						if len(acked) == total/3 {
-							once.Do(func() { close(killAt) })
+						acked++
+						if r.Duplicate {
+							duplicates++
+						}
+						for p, n := range []int{total / 3, 2 * total / 3} {
+							if acked == n {
+								close(phase[p])
+							}
 						}
 						mu.Unlock()
 						break
 					}
+					if !errors.Is(err, hub.ErrUnavailable) {
+						t.Errorf("publish %s: %v, want a receipt or ErrUnavailable", key, err)
+						return
+					}
 					mu.Lock()
 					retries++
 					mu.Unlock()
-					if attempt > 40 || ctx.Err() != nil {
+					if attempt > 60 || ctx.Err() != nil {
 						t.Errorf("publish %s: %v after %d attempts", key, err, attempt)
 						return
 					}
@@ -149,54 +224,95 @@ func TestLeaderKillDeliversEveryAcknowledgedCommitOnce(t *testing.T) {
 			}
 		})
 	}
-	<-killAt
-	leader := streamLeader(t, ctx, la)
-	for _, ns := range servers {
-		if ns.Name() == leader {
-			ns.Shutdown()
-		}
+	<-phase[0]
+	info := streamInfo(t, ctx, la)
+	name := info.Cluster.Leader
+	if victim == "follower" {
+		name = info.Cluster.Replicas[0].Name
 	}
-	t.Logf("shut down the stream leader %s with publishes in flight", leader)
+	down := c.stop(name)
+	t.Logf("shut down the stream's %s %s with publishes in flight", victim, name)
+	select {
+	case <-phase[1]:
+	case <-ctx.Done():
+	}
+	c.start(down)
+	t.Logf("started %s again", name)
 	wg.Wait()
 	if t.Failed() {
 		return
 	}
-	if err := <-subDone; err != nil {
-		t.Fatalf("subscriber: %v", err)
-	}
-	t.Logf("%d commits acknowledged, %d publish attempts retried", len(acked), retries)
-	seen := map[string]uint64{}
-	var last uint64
-	for _, m := range rec.all() {
-		c := m.GetCommit()
-		if c == nil {
-			continue
-		}
-		if m.Seq <= last {
-			t.Fatalf("commit %d after %d", m.Seq, last)
-		}
-		last = m.Seq
-		for _, f := range c.Facts {
-			if prev, dup := seen[f.Key]; dup {
-				t.Fatalf("key %s appended twice: seqs %d and %d", f.Key, prev, m.Seq)
-			}
-			seen[f.Key] = m.Seq
+	for range 2 {
+		if err := <-subDone; err != nil {
+			t.Fatalf("subscriber: %v", err)
 		}
 	}
-	for key, r := range acked {
-		if seen[key] != r.Seq {
-			t.Fatalf("acknowledged %s at seq %d, delivered at %d", key, r.Seq, seen[key])
+	sum, err := hist.Check(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v; %d publish attempts retried, %d answered as duplicates", sum, retries, duplicates)
+
+	// The server that came back catches up: it is a current replica again.
+	for {
+		info := streamInfo(t, ctx, la)
+		if info.State.LastSeq != total {
+			t.Fatalf("stream holds %d commits, want %d: a key was appended twice", info.State.LastSeq, total)
 		}
+		if caughtUp(info, name) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s never caught up: %+v", name, info.Cluster)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-func streamLeader(t *testing.T, ctx context.Context, l *natslog.Log) string {
-	t.Helper()
-	info, err := l.Info(ctx)
-	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
-		t.Fatalf("stream leader: %v %+v", err, info)
+func caughtUp(info *jetstream.StreamInfo, name string) bool {
+	if info.Cluster.Leader == name {
+		return true
 	}
-	return info.Cluster.Leader
+	for _, p := range info.Cluster.Replicas {
+		if p.Name == name {
+			return p.Current && !p.Offline && p.Lag == 0
+		}
+	}
+	return false
+}
+
+// streamInfo is the stream's information from its current leader,
+// retried while the cluster elects one.
+func streamInfo(t *testing.T, ctx context.Context, l *natslog.Log) *jetstream.StreamInfo {
+	t.Helper()
+	for {
+		info, err := l.Info(ctx)
+		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == 2 {
+			return info
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("stream info: %v %+v", err, info)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// historySink records what a hub subscriber is given in a history.
+type historySink struct {
+	c     *history.Consumer
+	epoch uint64
+}
+
+func (s *historySink) Send(m *ringcastv1.SubscribeEventsResponse) error {
+	if c := m.GetCommit(); c != nil {
+		for _, f := range c.Facts {
+			s.c.Fact(s.epoch, m.Seq, f.Index)
+		}
+	}
+	if rr := m.GetResyncRequired(); rr != nil {
+		s.c.Resynced(s.epoch, rr.Reason.String(), rr.RequestedSeq, rr.OldestSeq, rr.HeadSeq)
+	}
+	return nil
 }
 
 // syncRecorder is a Sink safe to read while the stream runs.
