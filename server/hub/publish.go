@@ -198,6 +198,9 @@ func (h *Hub) publishBatchLog(ctx context.Context, commits []Commit) ([]Receipt,
 		return nil, ErrDraining
 	}
 	rs, err := bl.AppendBatch(ctx, now, commits)
+	if errors.Is(err, ErrBatchUnsupported) {
+		return nil, err // the store's setting, not an outage: retrying will not help
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -87,6 +88,9 @@ type Log struct {
 	// queues here rather than in JetStream's API.
 	reads  chan struct{}
 	blocks blocks
+
+	mu     sync.Mutex
+	atomic bool // the stream allows atomic batch publish (see AppendBatch)
 }
 
 var _ hub.Log = (*Log)(nil)
@@ -121,6 +125,8 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 			MaxMsgs:     orUnlimited(opts.MaxMsgs),
 			Duplicates:  opts.Duplicates,
 			AllowDirect: true,
+			// PublishBatch: several commits stored whole or not at all.
+			AllowAtomicPublish: true,
 		})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			st, err = js.Stream(ctx, opts.Stream) // another replica created it first
@@ -137,11 +143,13 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("JetStream stream %q exists without the subject %q", opts.Stream, l.subject)
 	}
 	l.stream, l.info, l.created = st, info.Config, info.Created
+	l.atomic = info.Config.AllowAtomicPublish
 	l.epoch = Epoch(info.Config.Name, info.Created)
 	opts.Logger.Info("JetStream stream",
 		"stream", info.Config.Name, "epoch", hub.FormatEpoch(l.epoch), "created", info.Created,
 		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
 		"max_msgs", info.Config.MaxMsgs, "duplicates", info.Config.Duplicates,
+		"atomic_publish", info.Config.AllowAtomicPublish,
 		"first", info.State.FirstSeq, "last", info.State.LastSeq)
 	return l, nil
 }
@@ -191,20 +199,13 @@ func (l *Log) Epoch() uint64 { return l.epoch }
 // Append implements hub.Log: the commit is one message, acknowledged by
 // JetStream before Append returns; key is its Nats-Msg-Id.
 func (l *Log) Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact, key string) (hub.Receipt, error) {
-	data, err := proto.Marshal(&ringcastv1.SubscribeEventsResponse{
-		EventTime: timestamppb.New(at),
-		Event:     &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{Facts: facts, FactCount: uint32(len(facts))}},
-	})
+	m, err := l.message(at, hub.Commit{Facts: facts, IdempotencyKey: key})
 	if err != nil {
 		return hub.Receipt{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
-	popts := []jetstream.PublishOpt{jetstream.WithExpectStream(l.opts.Stream)}
-	if key != "" {
-		popts = append(popts, jetstream.WithMsgID(key))
-	}
-	ack, err := l.js.Publish(ctx, l.subject, data, popts...)
+	ack, err := l.js.PublishMsg(ctx, m)
 	if err != nil {
 		return hub.Receipt{}, err
 	}
@@ -215,7 +216,7 @@ func (l *Log) Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact
 		if err != nil {
 			return hub.Receipt{}, err
 		}
-		ev, err := decode(l.epoch, msg.Sequence, msg.Data)
+		ev, err := decode(l.epoch, msg.Sequence, msg.Header, msg.Data)
 		if err != nil {
 			return hub.Receipt{}, err
 		}
@@ -224,8 +225,27 @@ func (l *Log) Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact
 	return r, nil
 }
 
+// message is the stream message of one commit: the commit event in the
+// payload, its key as Nats-Msg-Id.
+func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
+	data, err := proto.Marshal(&ringcastv1.SubscribeEventsResponse{
+		EventTime: timestamppb.New(at),
+		Event:     &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{Facts: c.Facts, FactCount: uint32(len(c.Facts))}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := nats.NewMsg(l.subject)
+	m.Data = data
+	m.Header.Set(jetstream.ExpectedStreamHeader, l.opts.Stream)
+	if c.IdempotencyKey != "" {
+		m.Header.Set(jetstream.MsgIDHeader, c.IdempotencyKey)
+	}
+	return m, nil
+}
+
 // decode turns a stored commit message into the hub's event.
-func decode(epoch, seq uint64, data []byte) (*hub.Event, error) {
+func decode(epoch, seq uint64, _ nats.Header, data []byte) (*hub.Event, error) {
 	var m ringcastv1.SubscribeEventsResponse
 	if err := proto.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("commit at seq %d: %w", seq, err)
@@ -268,45 +288,57 @@ func (l *Log) Read(ctx context.Context, dst []*hub.Event, from uint64, max int) 
 }
 
 // directRead asks for up to max messages from seq from in one batched
-// direct get and reads them until the end-of-batch status.
+// direct get and decodes them.
 func (l *Log) directRead(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
+	err := l.directGet(ctx, from, max, func(seq uint64, hdr nats.Header, data []byte) error {
+		ev, err := decode(l.epoch, seq, hdr, data)
+		if err != nil {
+			return err
+		}
+		dst = append(dst, ev)
+		return nil
+	})
+	return dst, err
+}
+
+// directGet asks for up to max messages from seq from in one batched
+// direct get and calls each with every one until the end-of-batch status.
+func (l *Log) directGet(ctx context.Context, from uint64, max int, each func(seq uint64, hdr nats.Header, data []byte) error) error {
 	req, err := json.Marshal(struct {
 		Seq     uint64 `json:"seq"`
 		NextFor string `json:"next_by_subj"`
 		Batch   int    `json:"batch"`
 	}{from, l.subject, max})
 	if err != nil {
-		return dst, err
+		return err
 	}
 	inbox := nats.NewInbox()
 	sub, err := l.nc.SubscribeSync(inbox)
 	if err != nil {
-		return dst, err
+		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.opts.Stream, inbox, req); err != nil {
-		return dst, err
+		return err
 	}
 	for {
 		msg, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
-			return dst, err
+			return err
 		}
 		if st := msg.Header.Get("Status"); st != "" {
 			if st == "204" || st == "404" {
-				return dst, nil // end of batch, or nothing at or after from
+				return nil // end of batch, or nothing at or after from
 			}
-			return dst, fmt.Errorf("direct get: %s %s", st, msg.Header.Get("Description"))
+			return fmt.Errorf("direct get: %s %s", st, msg.Header.Get("Description"))
 		}
 		seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
 		if err != nil {
-			return dst, fmt.Errorf("direct get: bad Nats-Sequence: %w", err)
+			return fmt.Errorf("direct get: bad Nats-Sequence: %w", err)
 		}
-		ev, err := decode(l.epoch, seq, msg.Data)
-		if err != nil {
-			return dst, err
+		if err := each(seq, msg.Header, msg.Data); err != nil {
+			return err
 		}
-		dst = append(dst, ev)
 	}
 }
 
@@ -344,7 +376,7 @@ func (l *Log) consumerRead(ctx context.Context, dst []*hub.Event, from uint64, m
 		if err != nil {
 			return dst, err
 		}
-		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Data())
+		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Headers(), msg.Data())
 		if err != nil {
 			return dst, err
 		}
@@ -416,7 +448,7 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 		if err != nil {
 			return err
 		}
-		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Data())
+		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Headers(), msg.Data())
 		if err != nil {
 			return err
 		}

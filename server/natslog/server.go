@@ -23,8 +23,14 @@ func EmbeddedOptions(dir string) *server.Options {
 		StoreDir:   dir,
 		NoSigs:     true,
 		NoLog:      true,
+		// One atomic batch holds a whole PublishBatch (up to 1,024 commits).
+		JetStreamLimits: server.JSLimitOpts{MaxBatchSize: MaxBatch},
 	}
 }
+
+// MaxBatch is the most commits of one PublishBatch request, which the
+// embedded server takes as one atomic batch.
+const MaxBatch = 1024
 
 // StartServer starts a nats-server in process and waits until it accepts
 // connections.
