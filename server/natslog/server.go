@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // EmbeddedOptions are the options of an in-process nats-server with
@@ -93,14 +94,35 @@ func Connect(urls []string, creds string, logger *slog.Logger) (*nats.Conn, erro
 		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
 	}
 	if creds != "" {
-		if _, err := os.Stat(creds); err != nil {
-			return nil, fmt.Errorf("nats-creds: %w", err)
+		if err := checkCreds(creds); err != nil {
+			return nil, err
 		}
 		opts = append(opts, nats.UserCredentials(creds))
 	}
 	nc, err := nats.Connect(strings.Join(all, ","), opts...)
 	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+			return nil, fmt.Errorf("connect to NATS: %w: the server refused the credentials (--nats-creds, or user:password@ in --nats-url)", err)
+		}
 		return nil, fmt.Errorf("connect to NATS: %w", err)
 	}
 	return nc, nil
+}
+
+// checkCreds reads a credentials file as the NATS client will when it
+// connects (a user JWT and the user's nkey seed), so that a file that is
+// missing or is not one fails at start with its name, whether or not a
+// server asks for it.
+func checkCreds(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("nats-creds: %w", err)
+	}
+	kp, err := nkeys.ParseDecoratedUserNKey(data)
+	clear(data)
+	if err != nil {
+		return fmt.Errorf("nats-creds %s: not a NATS credentials file (a user JWT and its nkey seed): %w", path, err)
+	}
+	kp.Wipe()
+	return nil
 }
