@@ -9,6 +9,9 @@ import (
 // holding at most limit keys (the hub refuses new keys while it is full of
 // keys still inside their window, see full).
 //
+// It serves the memory store only: with a Log, the Log deduplicates alone
+// (see publishLog), so that every replica answers a key alike.
+//
 // Entries form a FIFO list by first use; expiry and the limit both trim the
 // front. dedupe does no locking: Hub.mu guards it.
 type dedupe struct {

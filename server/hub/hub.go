@@ -387,7 +387,10 @@ func (h *Hub) publishStatusLocked(at time.Time) {
 // facts that could not be delivered to every subscriber (see checkFacts).
 // An idempotencyKey seen within the dedupe window returns the original
 // receipt with Duplicate set and appends nothing; a new one while the
-// dedupe table is full of live keys is refused with ErrDedupeFull.
+// dedupe table is full of live keys is refused with ErrDedupeFull. With a
+// Log, the Log deduplicates (its window, across replicas and restarts) and
+// the hub keeps no dedupe table: no ErrDedupeFull, and a draining hub
+// refuses repeats too (ErrDraining) since only the Log knows them.
 func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
 	return h.PublishContext(context.Background(), facts, idempotencyKey)
 }

@@ -126,22 +126,18 @@ func (h *Hub) waitHead(ctx context.Context, seq uint64) error {
 
 // publishLog appends a commit to the Log. The receipt is the Log's; it is
 // returned once this hub holds the commit, so a subscribe here with the
-// receipt's seq as cursor resumes right after it.
+// receipt's seq as cursor resumes right after it. The Log alone
+// deduplicates: the hub keeps no table of its own beside it, which could
+// answer differently from the Log (a key published through another
+// replica, or forgotten by this one).
 func (h *Hub) publishLog(ctx context.Context, facts []*ringcastv1.Fact, key string) (Receipt, error) {
 	now := time.Now()
-	h.mu.Lock()
-	if key != "" {
-		if r, ok := h.dedupe.get(key, now); ok {
-			h.mu.Unlock()
-			r.Duplicate = true
-			return r, nil
-		}
-	}
-	if h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
-		h.mu.Unlock()
+	h.mu.RLock()
+	serving := h.state == ringcastv1.ServerState_SERVER_STATE_SERVING
+	h.mu.RUnlock()
+	if !serving {
 		return Receipt{}, ErrDraining
 	}
-	h.mu.Unlock()
 	r, err := h.log.Append(ctx, now, facts, key)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -152,14 +148,9 @@ func (h *Hub) publishLog(ctx context.Context, facts []*ringcastv1.Fact, key stri
 	wctx, cancel := context.WithTimeout(ctx, receiptWait)
 	_ = h.waitHead(wctx, r.Seq)
 	cancel()
-	if key != "" {
-		h.mu.Lock()
-		if _, ok := h.dedupe.get(key, now); !ok {
-			h.dedupe.put(key, Receipt{Seq: r.Seq, Epoch: r.Epoch, Time: r.Time}, now)
-		}
-		h.mu.Unlock()
+	if !r.Duplicate {
+		h.cfg.Observer.Published(len(facts), time.Since(now))
 	}
-	h.cfg.Observer.Published(len(facts), time.Since(now))
 	return r, nil
 }
 

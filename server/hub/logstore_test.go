@@ -237,3 +237,36 @@ func TestLogStoreDrainTellsOwnStreamsThenEnds(t *testing.T) {
 		t.Fatalf("publish on the other replica: seq %d, want 2", seq)
 	}
 }
+
+// TestLogStoreDeduplicatesByTheLogOnly: with a Log the hub keeps no dedupe
+// table beside it. A key the Log has forgotten (its window passed) is new
+// again on the replica that first published it, as on any other; a key the
+// Log holds is a duplicate on every replica, with the original receipt; and
+// a draining replica refuses a repeat like any publish (only the Log knows
+// it), which another replica answers.
+func TestLogStoreDeduplicatesByTheLogOnly(t *testing.T) {
+	l := newSliceLog(testLogEpoch)
+	a, b := newLogHub(t, l, 16), newLogHub(t, l, 16)
+	first, err := a.Publish([]*ringcastv1.Fact{fact("g/a", "a", 1)}, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*hub.Hub{a, b} {
+		r, err := h.Publish([]*ringcastv1.Fact{fact("g/a", "a", 2)}, "k")
+		if err != nil || !r.Duplicate || r.Seq != first.Seq || !r.Time.Equal(first.Time) {
+			t.Fatalf("retry = %+v, %v; want the original %+v as a duplicate", r, err, first)
+		}
+	}
+	l.forget("k")
+	r, err := a.Publish([]*ringcastv1.Fact{fact("g/a", "a", 3)}, "k")
+	if err != nil || r.Duplicate || r.Seq != first.Seq+1 {
+		t.Fatalf("a key the log forgot, on the replica that published it: %+v, %v; want a new commit at %d", r, err, first.Seq+1)
+	}
+	a.Drain()
+	if _, err := a.Publish([]*ringcastv1.Fact{fact("g/a", "a", 4)}, "k"); err != hub.ErrDraining {
+		t.Fatalf("repeat on a draining replica: %v, want ErrDraining", err)
+	}
+	if r, err := b.Publish([]*ringcastv1.Fact{fact("g/a", "a", 4)}, "k"); err != nil || !r.Duplicate || r.Seq != first.Seq+1 {
+		t.Fatalf("repeat on the other replica: %+v, %v", r, err)
+	}
+}

@@ -60,8 +60,11 @@ type BatchLog interface {
 // them; new keys that the dedupe table has no room for refuse the whole
 // batch with ErrDedupeFull.
 //
-// With a Log, the Log numbers and deduplicates the commits (see BatchLog);
-// ctx bounds the wait for its acknowledgement, as in PublishContext.
+// With a Log, the Log numbers and deduplicates the commits (see BatchLog),
+// with no dedupe table in the hub (so no ErrDedupeFull), and a draining hub
+// refuses every batch with ErrDraining, repeats included: the Log alone
+// knows which keys it has seen. ctx bounds the wait for its
+// acknowledgement, as in PublishContext.
 func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, error) {
 	for i, c := range commits {
 		if err := checkFacts(fmt.Sprintf("commits[%d].", i), c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
@@ -210,15 +213,6 @@ func (h *Hub) publishBatchLog(ctx context.Context, commits []Commit) ([]Receipt,
 		top = max(top, rs[i].Seq)
 	}
 	_ = h.waitHead(ctx, top) // the receipts stand even if ctx ends first
-	h.mu.Lock()
-	for i, c := range commits {
-		if c.IdempotencyKey != "" && !rs[i].Duplicate {
-			if _, ok := h.dedupe.get(c.IdempotencyKey, now); !ok {
-				h.dedupe.put(c.IdempotencyKey, Receipt{Seq: rs[i].Seq, Epoch: rs[i].Epoch, Time: rs[i].Time}, now)
-			}
-		}
-	}
-	h.mu.Unlock()
 	took := time.Since(now)
 	for i, c := range commits {
 		if !rs[i].Duplicate {

@@ -58,6 +58,13 @@ func (l *sliceLog) Append(_ context.Context, at time.Time, facts []*ringcastv1.F
 	return r, nil
 }
 
+// forget drops key from the log's duplicate window, as its expiry would.
+func (l *sliceLog) forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.keys, key)
+}
+
 // trim drops the commits below seq, as a stream's limits would.
 func (l *sliceLog) trim(seq uint64) {
 	l.mu.Lock()

@@ -209,10 +209,16 @@ func (l *Log) Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact
 	if err != nil {
 		return hub.Receipt{}, err
 	}
+	// A duplicate's PubAck carries the original's stream sequence (JetStream
+	// keeps it with the key for the duplicate window; a key whose original
+	// is still being stored is an error, retried by the client).
 	r := hub.Receipt{Seq: ack.Sequence, Time: at, Duplicate: ack.Duplicate}
 	if ack.Duplicate {
 		// The original's time, as its receipt said.
 		msg, err := l.stream.GetMsg(ctx, ack.Sequence)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return r, nil // discarded by the stream's limits: its time is gone
+		}
 		if err != nil {
 			return hub.Receipt{}, err
 		}
