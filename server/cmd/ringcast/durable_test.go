@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,11 +66,21 @@ func readAll(t *testing.T, c ringcastv1connect.EventServiceClient, req *ringcast
 	return msgs
 }
 
-// TestKill9KeepsCursorsStateAndKeysWithTheEmbeddedStore: a ringcast
-// process with --store embedded is killed with SIGKILL and started again
-// on the same --data-dir: same epoch, a cursor resumes without a resync,
-// LATEST_PER_KEY is right, and an idempotency key still deduplicates.
-func TestKill9KeepsCursorsStateAndKeysWithTheEmbeddedStore(t *testing.T) {
+// TestRestartKeepsCursorsStateAndKeysWithTheEmbeddedStore: a ringcast
+// process with --store embedded is stopped — killed with SIGKILL, or
+// drained with SIGTERM (exit status 0) — and started again on the same
+// --data-dir: same epoch, a cursor resumes without a resync, LATEST_PER_KEY
+// is right, and an idempotency key still deduplicates.
+func TestRestartKeepsCursorsStateAndKeysWithTheEmbeddedStore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+	}{{"kill -9", syscall.SIGKILL}, {"SIGTERM", syscall.SIGTERM}} {
+		t.Run(tc.name, func(t *testing.T) { testEmbeddedRestart(t, tc.sig) })
+	}
+}
+
+func testEmbeddedRestart(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
 	args := []string{"--addr", "127.0.0.1:0", "--store", "embedded", "--data-dir", dir, "--demo=false"}
 	cmd, url, epoch := startChild(t, args...)
@@ -84,28 +95,31 @@ func TestKill9KeepsCursorsStateAndKeysWithTheEmbeddedStore(t *testing.T) {
 		}
 		receipts = append(receipts, res.Msg)
 	}
-	if err := cmd.Process.Kill(); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	err := cmd.Wait()
+	if sig == syscall.SIGTERM && err != nil {
+		t.Fatalf("ringcast serve after SIGTERM: %v, want exit status 0", err)
+	}
 
 	_, url2, epoch2 := startChild(t, args...)
 	if epoch2 != epoch {
-		t.Fatalf("epoch %s after kill -9, want %s", epoch2, epoch)
+		t.Fatalf("epoch %s after %v, want %s", epoch2, sig, epoch)
 	}
 	c = ringcast.NewClient(url2).RPC()
 	msgs := readAll(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: receipts[0].Seq, InstanceEpoch: receipts[0].InstanceEpoch, EndAtHead: true})
 	var seqs []uint64
 	for _, m := range msgs {
 		if m.GetResyncRequired() != nil {
-			t.Fatalf("resync after kill -9: %v", m)
+			t.Fatalf("resync after %v: %v", sig, m)
 		}
 		if m.GetCommit() != nil {
 			seqs = append(seqs, m.Seq)
 		}
 	}
 	if len(seqs) != 2 || seqs[0] != receipts[1].Seq || seqs[1] != receipts[2].Seq {
-		t.Fatalf("resume after kill -9: commits %v, want %d, %d", seqs, receipts[1].Seq, receipts[2].Seq)
+		t.Fatalf("resume after %v: commits %v, want %d, %d", sig, seqs, receipts[1].Seq, receipts[2].Seq)
 	}
 	latest := map[string]float64{}
 	for _, m := range readAll(t, c, &ringcastv1.SubscribeEventsRequest{Snapshot: ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY, EndAtHead: true}) {
@@ -114,12 +128,12 @@ func TestKill9KeepsCursorsStateAndKeysWithTheEmbeddedStore(t *testing.T) {
 		}
 	}
 	if len(latest) != 2 || latest["a"] != 2 || latest["b"] != 1 {
-		t.Fatalf("latest per key after kill -9: %v, want a=2 b=1", latest)
+		t.Fatalf("latest per key after %v: %v, want a=2 b=1", sig, latest)
 	}
 	res, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{
 		Facts: []*ringcastv1.Fact{keyed("b", 99)}, IdempotencyKey: "p1",
 	}))
 	if err != nil || !res.Msg.Duplicate || res.Msg.Seq != receipts[1].Seq {
-		t.Fatalf("retried key after kill -9: %v, %v; want a duplicate of seq %d", res, err, receipts[1].Seq)
+		t.Fatalf("retried key after %v: %v, %v; want a duplicate of seq %d", sig, res, err, receipts[1].Seq)
 	}
 }
