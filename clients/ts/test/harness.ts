@@ -42,6 +42,24 @@ export function serverBinary(): string {
   return bin;
 }
 
+/**
+ * ringtestTool builds a Go test tool (server/ringtest/faultproxy/cmd/faultproxy,
+ * server/ringtest/history/cmd/historycheck) once per test run, next to the
+ * server binary, and returns its path.
+ */
+export function ringtestTool(name: "faultproxy" | "historycheck"): string {
+  const pkg = name === "faultproxy" ? "./server/ringtest/faultproxy/cmd/faultproxy" : "./server/ringtest/history/cmd/historycheck";
+  const dir = join(tmpdir(), `ringcast-ts-test-${process.ppid}`);
+  const bin = join(dir, name);
+  if (!existsSync(bin)) {
+    mkdirSync(dir, { recursive: true });
+    const tmp = `${bin}.${process.pid}.tmp`;
+    execFileSync("go", ["build", "-o", tmp, pkg], { cwd: repoRoot, stdio: ["ignore", "inherit", "inherit"] });
+    renameSync(tmp, bin);
+  }
+  return bin;
+}
+
 /** removeStaleBuilds deletes the binaries of earlier runs whose runner has exited. */
 function removeStaleBuilds(): void {
   for (const name of readdirSync(tmpdir())) {
@@ -67,13 +85,18 @@ export interface Server {
   restart(flags?: string[]): Promise<Server>;
   /** SIGKILL (no DRAINING, no goodbye: connections just break) and wait for the exit. */
   kill(): Promise<void>;
+  /**
+   * SIGTERM and wait for the exit however long the drain takes (hang guard:
+   * SIGKILL after 60 s); resolves to the exit code (null when a signal ended it).
+   */
+  drain(): Promise<number | null>;
 }
 
 /** startServer runs `ringcast serve --addr 127.0.0.1:<port>` with extra flags. */
 export async function startServer(flags: string[] = [], port = 0): Promise<Server> {
   const bin = serverBinary();
   const child = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, ...flags], { stdio: ["ignore", "ignore", "pipe"] });
-  const exited = new Promise<void>((res) => child.once("exit", () => res()));
+  const exited = new Promise<number | null>((res) => child.once("exit", (code) => res(code)));
   const line = await firstLine(child, /url=(\S+).*?epoch=([0-9a-f]{16})|epoch=([0-9a-f]{16}).*?url=(\S+)/);
   const url = (line[1] ?? line[4])!.replace(/^"|"$/g, "");
   const epoch = BigInt("0x" + (line[2] ?? line[3])!);
@@ -102,6 +125,15 @@ export async function startServer(flags: string[] = [], port = 0): Promise<Serve
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await exited;
+    },
+    async drain() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        const killer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+        await exited;
+        clearTimeout(killer);
+      }
+      return exited;
     },
   };
 }

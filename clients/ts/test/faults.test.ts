@@ -1,0 +1,95 @@
+// The fault scenarios of server/faults, for the TypeScript client in Node
+// over Connect, gRPC and gRPC-Web (two consumers of each in every
+// scenario), and for GET /events read by the `eventsource` package: the
+// real server binary behind the Go fault proxy, a publisher, and a history
+// checked by the Go checker — per consumer and epoch, no fact missing
+// between resync boundaries, none repeated, order kept, every resync
+// explained (docs/reliability.md, "What is proved under faults").
+//
+// Run: node --import tsx --test test/faults.test.ts (in clients/ts).
+// A failure prints its seed; RINGCAST_FAULT_SEED=<seed> replays the schedule.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { Run } from "./faultkit.js";
+
+/** The consumers per RPC protocol in each scenario. */
+const perProtocol = 2;
+
+/** How long the seeded proxy faults run. */
+const faultsMs = 1_500;
+
+describe("faults: the TS client over connect, grpc and grpcweb through the fault proxy", () => {
+  it("proxy faults while publishing: every consumer given every fact once, in order", async (t) => {
+    const r = await Run.start(t);
+    r.consume(perProtocol);
+    r.publish(3);
+    await r.proxy.faults(faultsMs);
+    const { summary, stats } = await r.finish();
+    assert.ok(stats["faults"]! > 0, "no fault injected");
+    t.diagnostic(`seed ${r.seed}: ${JSON.stringify(stats)}; ${summary}`);
+  });
+
+  it("leases of 1 s: every stream ends with its lease and resumes with its cursor", async (t) => {
+    const r = await Run.start(t, ["--lease", "1s"]);
+    r.consume(perProtocol);
+    r.publish(3);
+    // Each consumer's stream ended OK (its lease) and resumed; no faults run.
+    await r.everyConsumer("a lease end", (c) => c.cleanEnds >= 1);
+    const { summary } = await r.finish();
+    for (const c of r.consumers) assert.equal(c.resyncs, 0, `${c.name}: a lease end must resume, not resync`);
+    t.diagnostic(`seed ${r.seed}: ${summary}`);
+  });
+
+  for (const how of ["kill", "drain"] as const) {
+    const name = how === "kill" ? "server kill -9 and restart mid-stream" : "server SIGTERM drain and restart";
+    it(`${name}: every consumer resyncs to the new epoch (EPOCH_MISMATCH) and continues`, async (t) => {
+      const r = await Run.start(t);
+      r.consume(perProtocol);
+      r.publish(3);
+      await r.everyConsumer("given facts before the restart", (c) => c.facts >= 30);
+      await r.restartServer(how);
+      const before = new Map(r.consumers.map((c) => [c, c.facts]));
+      await r.everyConsumer("given facts of the new epoch", (c) => c.at?.epoch === r.srv.epoch && c.facts >= before.get(c)! + 30);
+      const { summary } = await r.finish();
+      for (const c of r.consumers) {
+        assert.ok(c.resyncs >= 1, `${c.name}: no resync across the restart`);
+        assert.equal(c.at?.epoch, r.srv.epoch, `${c.name}: not in the new epoch`);
+      }
+      t.diagnostic(`seed ${r.seed}: ${summary}`);
+    });
+  }
+
+  it("consumers stop mid-commit and resume from their persisted cursor text, under proxy faults", async (t) => {
+    const r = await Run.start(t);
+    r.consume(perProtocol, 7);
+    r.publish(3);
+    await r.proxy.faults(faultsMs);
+    const { summary, stats } = await r.finish();
+    for (const c of r.consumers) assert.ok(c.restarts >= 1, `${c.name}: never stopped and resumed`);
+    t.diagnostic(`seed ${r.seed}: ${JSON.stringify(stats)}; ${summary}`);
+  });
+});
+
+describe("faults: GET /events through the fault proxy, read by eventsource", () => {
+  it("SSE: resumes by Last-Event-ID through cuts and faults; a gap (EPOCH_MISMATCH) after kill -9 and restart", async (t) => {
+    // Fewer faults: each one costs EventSource its retry delay (1–2 s).
+    const r = await Run.start(t, [], ["--every", "500ms"]);
+    r.consumeSSE(3);
+    r.publish(5);
+    await r.everyConsumer("given a commit", (c) => c.at !== undefined);
+    // A cut: every EventSource reconnects with its Last-Event-ID and resumes.
+    assert.ok((await r.proxy.cut()) >= r.consumers.length, "the cut reached every stream");
+    await r.everyConsumer("reconnected after the cut", (c) => c.connects >= 2);
+    await r.proxy.faults(faultsMs);
+    await r.restartServer("kill");
+    const before = new Map(r.consumers.map((c) => [c, c.facts]));
+    await r.everyConsumer("given facts of the new epoch", (c) => c.at?.epoch === r.srv.epoch && c.facts >= before.get(c)! + 30);
+    const { summary, stats } = await r.finish();
+    for (const c of r.consumers) {
+      assert.equal(c.resyncs, 1, `${c.name}: one gap, for the restart`);
+      assert.equal(c.at?.epoch, r.srv.epoch, `${c.name}: not in the new epoch`);
+    }
+    t.diagnostic(`seed ${r.seed}: ${JSON.stringify(stats)}; ${summary}`);
+  });
+});
