@@ -126,7 +126,8 @@ func publishAndRead(t *testing.T, url string) *ringcastv1.PublishResponse {
 // jetstream --nats-creds FILE" against a nats-server in operator (JWT)
 // mode publishes and subscribes, and its stream lives in the account the
 // credentials name. The user may publish only on the stream's subject and
-// JetStream's API, and subscribe only to inboxes (docs/scaling.md).
+// JetStream's API, and subscribe only to inboxes (docs/scaling.md): enough
+// for Publish, a retried key and PublishBatch.
 func TestServeOnJetStreamWithCredentialsFile(t *testing.T) {
 	ns, creds := operatorNATS(t)
 	perms := &jwt.Permissions{
@@ -142,6 +143,13 @@ func TestServeOnJetStreamWithCredentialsFile(t *testing.T) {
 	if err != nil || !again.Msg.Duplicate || again.Msg.Seq != r.Seq {
 		t.Fatalf("retried key: %v, %v; want a duplicate of seq %d", again, err, r.Seq)
 	}
+	batch, err := ringcast.NewClient(url).RPC().PublishBatch(context.Background(), connect.NewRequest(&ringcastv1.PublishBatchRequest{
+		Commits: []*ringcastv1.PublishRequest{{Facts: []*ringcastv1.Fact{keyed("b", 1)}, IdempotencyKey: "p2"}, {Facts: []*ringcastv1.Fact{keyed("c", 1)}}},
+	}))
+	if err != nil || len(batch.Msg.Receipts) != 2 || batch.Msg.Receipts[1].Seq != r.Seq+2 {
+		t.Fatalf("batch: %v, %v; want seqs %d and %d", batch, err, r.Seq+1, r.Seq+2)
+	}
+	r = batch.Msg.Receipts[1]
 
 	// Another user of the same account sees the stream and the commit.
 	nc, err := nats.Connect(ns.ClientURL(), nats.UserCredentials(creds("inspector", nil)))
