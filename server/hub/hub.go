@@ -407,7 +407,7 @@ func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idem
 		for i, f := range facts {
 			f.Index = uint32(i)
 		}
-		return h.publishLog(ctx, facts, idempotencyKey)
+		return h.publishLog(ctx, Commit{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)})
 	}
 	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)}}
 	var receipts [1]Receipt

@@ -27,10 +27,12 @@ type Log interface {
 	// log is recreated.
 	Epoch() uint64
 	// Append makes one commit durable and returns its seq and time (Epoch
-	// left zero). With a non-empty key, a key the log has seen within its
-	// duplicate window returns the original seq and time with Duplicate set
-	// and appends nothing. The facts are owned by the Log once passed.
-	Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact, key string) (Receipt, error)
+	// left zero). With a non-empty IdempotencyKey, a key the log has seen
+	// within its duplicate window returns the original seq and time with
+	// Duplicate set and appends nothing. The log keeps the commit's
+	// Traceparent and gives it back on the commit's events. The facts are
+	// owned by the Log once passed.
+	Append(ctx context.Context, at time.Time, c Commit) (Receipt, error)
 	// Read appends to dst up to max commits with seq >= from, in seq order
 	// (seqs may skip deleted messages). It returns ErrTooOld when from is
 	// below the log's first seq.
@@ -50,7 +52,8 @@ var ErrTooOld = errors.New("hub: position below the log's first seq")
 // acknowledged and may be retried (with its idempotency key).
 var ErrUnavailable = errors.New("hub: log unavailable")
 
-// NewCommitEvent builds the event of a commit read from a Log.
-func NewCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact) *Event {
-	return newCommitEvent(epoch, seq, at, facts, "") // a Log does not keep trace context
+// NewCommitEvent builds the event of a commit read from a Log, with the
+// W3C traceparent its publish had (empty: none).
+func NewCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
+	return newCommitEvent(epoch, seq, at, facts, traceparent)
 }

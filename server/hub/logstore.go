@@ -130,7 +130,7 @@ func (h *Hub) waitHead(ctx context.Context, seq uint64) error {
 // deduplicates: the hub keeps no table of its own beside it, which could
 // answer differently from the Log (a key published through another
 // replica, or forgotten by this one).
-func (h *Hub) publishLog(ctx context.Context, facts []*ringcastv1.Fact, key string) (Receipt, error) {
+func (h *Hub) publishLog(ctx context.Context, c Commit) (Receipt, error) {
 	now := time.Now()
 	h.mu.RLock()
 	serving := h.state == ringcastv1.ServerState_SERVER_STATE_SERVING
@@ -138,7 +138,7 @@ func (h *Hub) publishLog(ctx context.Context, facts []*ringcastv1.Fact, key stri
 	if !serving {
 		return Receipt{}, ErrDraining
 	}
-	r, err := h.log.Append(ctx, now, facts, key)
+	r, err := h.log.Append(ctx, now, c)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -149,7 +149,7 @@ func (h *Hub) publishLog(ctx context.Context, facts []*ringcastv1.Fact, key stri
 	_ = h.waitHead(wctx, r.Seq)
 	cancel()
 	if !r.Duplicate {
-		h.cfg.Observer.Published(len(facts), time.Since(now))
+		h.cfg.Observer.Published(len(c.Facts), time.Since(now))
 	}
 	return r, nil
 }

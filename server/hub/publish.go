@@ -15,7 +15,7 @@ type Commit struct {
 	Facts          []*ringcastv1.Fact
 	IdempotencyKey string
 	// Traceparent is the W3C trace context of the publish, kept on the
-	// commit for consumers (empty: none; a Log does not keep it).
+	// commit for consumers, on every store (empty: none).
 	Traceparent string
 }
 
@@ -183,7 +183,7 @@ func (h *Hub) publishBatchLog(ctx context.Context, commits []Commit) ([]Receipt,
 		}
 	}
 	if len(commits) == 1 {
-		r, err := h.publishLog(ctx, commits[0].Facts, commits[0].IdempotencyKey)
+		r, err := h.publishLog(ctx, commits[0])
 		if err != nil {
 			return nil, err
 		}

@@ -115,7 +115,7 @@ func (l batchSliceLog) AppendBatch(ctx context.Context, at time.Time, commits []
 	// for a test with a single publisher.
 	rs := make([]hub.Receipt, len(commits))
 	for i, c := range commits {
-		r, err := l.Append(ctx, at, c.Facts, c.IdempotencyKey)
+		r, err := l.Append(ctx, at, c)
 		if err != nil {
 			return nil, err
 		}

@@ -28,10 +28,11 @@ type logged struct {
 	seq   uint64
 	at    time.Time
 	facts []*ringcastv1.Fact
+	tp    string
 }
 
 func (l *sliceLog) event(c logged) *hub.Event {
-	return hub.NewCommitEvent(l.epoch, c.seq, c.at, c.facts)
+	return hub.NewCommitEvent(l.epoch, c.seq, c.at, c.facts, c.tp)
 }
 
 func newSliceLog(epoch uint64) *sliceLog {
@@ -40,15 +41,16 @@ func newSliceLog(epoch uint64) *sliceLog {
 
 func (l *sliceLog) Epoch() uint64 { return l.epoch }
 
-func (l *sliceLog) Append(_ context.Context, at time.Time, facts []*ringcastv1.Fact, key string) (hub.Receipt, error) {
+func (l *sliceLog) Append(_ context.Context, at time.Time, c hub.Commit) (hub.Receipt, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	key := c.IdempotencyKey
 	if r, ok := l.keys[key]; ok && key != "" {
 		r.Duplicate = true
 		return r, nil
 	}
 	seq := l.first + uint64(len(l.evs))
-	l.evs = append(l.evs, logged{seq: seq, at: at, facts: facts})
+	l.evs = append(l.evs, logged{seq: seq, at: at, facts: c.Facts, tp: c.Traceparent})
 	r := hub.Receipt{Seq: seq, Time: at}
 	if key != "" {
 		l.keys[key] = r

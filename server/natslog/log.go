@@ -197,9 +197,9 @@ func (l *Log) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
 func (l *Log) Epoch() uint64 { return l.epoch }
 
 // Append implements hub.Log: the commit is one message, acknowledged by
-// JetStream before Append returns; key is its Nats-Msg-Id.
-func (l *Log) Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact, key string) (hub.Receipt, error) {
-	m, err := l.message(at, hub.Commit{Facts: facts, IdempotencyKey: key})
+// JetStream before Append returns; its key is the Nats-Msg-Id.
+func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Receipt, error) {
+	m, err := l.message(at, c)
 	if err != nil {
 		return hub.Receipt{}, err
 	}
@@ -232,7 +232,7 @@ func (l *Log) Append(ctx context.Context, at time.Time, facts []*ringcastv1.Fact
 }
 
 // message is the stream message of one commit: the commit event in the
-// payload, its key as Nats-Msg-Id.
+// payload, its key as Nats-Msg-Id, its W3C trace context as traceparent.
 func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	data, err := proto.Marshal(&ringcastv1.SubscribeEventsResponse{
 		EventTime: timestamppb.New(at),
@@ -247,16 +247,23 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	if c.IdempotencyKey != "" {
 		m.Header.Set(jetstream.MsgIDHeader, c.IdempotencyKey)
 	}
+	if c.Traceparent != "" {
+		m.Header.Set(traceparentHeader, c.Traceparent)
+	}
 	return m, nil
 }
 
+// traceparentHeader carries a commit's W3C trace context (the header's
+// name in HTTP, where the W3C defines it).
+const traceparentHeader = "traceparent"
+
 // decode turns a stored commit message into the hub's event.
-func decode(epoch, seq uint64, _ nats.Header, data []byte) (*hub.Event, error) {
+func decode(epoch, seq uint64, hdr nats.Header, data []byte) (*hub.Event, error) {
 	var m ringcastv1.SubscribeEventsResponse
 	if err := proto.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("commit at seq %d: %w", seq, err)
 	}
-	return hub.NewCommitEvent(epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts()), nil
+	return hub.NewCommitEvent(epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), hdr.Get(traceparentHeader)), nil
 }
 
 // Read implements hub.Log with one batched direct get (any replica of the
