@@ -113,8 +113,9 @@ func (s *Server) Stop() {
 	}
 }
 
-// Restart stops the server and starts a new instance (a new epoch, seq
-// from 1) on the same address.
+// Restart stops the server and starts a new instance on the same address
+// and store: on memory a new epoch with seq from 1, on a durable store the
+// same log (its epoch and seqs).
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()

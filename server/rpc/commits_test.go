@@ -25,8 +25,8 @@ type consumed struct {
 // random number of facts (mid-commit included), resumes with (seq, fact),
 // and over all its sessions sees every fact exactly once.
 func TestStopAtAnyFactAndResumeSeesEveryFactOnce(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		var want []consumed
 		for i := range 12 {
@@ -43,10 +43,13 @@ func TestStopAtAnyFactAndResumeSeesEveryFactOnce(t *testing.T) {
 		epoch := srv.Hub().Epoch()
 		rng := rand.New(rand.NewPCG(1, uint64(len(p))))
 		var got []consumed
+		// Start before the first commit: after the bind status at seq 1 on
+		// memory; with no cursor on a durable store, whose stream starts
+		// with an unpositioned status.
 		cur := struct {
 			seq  uint64
 			fact uint32
-		}{1, 0} // the bind status at seq 1 is consumed: start after it
+		}{store.FirstCommit() - 1, 0}
 		for len(got) < len(want) {
 			stopAfter := 1 + rng.IntN(7)
 			st := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: cur.seq, SinceFact: cur.fact, InstanceEpoch: epoch, EndAtHead: true})
@@ -55,6 +58,9 @@ func TestStopAtAnyFactAndResumeSeesEveryFactOnce(t *testing.T) {
 				m := st.next()
 				if m.GetCaughtUp() != nil {
 					break
+				}
+				if store.Durable && m.GetServerStatus() != nil && m.Seq == 0 {
+					continue // the replica's status: it moves no cursor
 				}
 				cm := m.GetCommit()
 				if cm == nil {
@@ -90,8 +96,8 @@ func TestStopAtAnyFactAndResumeSeesEveryFactOnce(t *testing.T) {
 }
 
 func TestPayloadsRoundTripUnchanged(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		data, _ := structpb.NewStruct(map[string]any{
 			"level_m": 1.234, "name": "Ribble", "nested": map[string]any{"unknown_to_ringcast": []any{1.0, "x", nil, true}},
@@ -106,7 +112,7 @@ func TestPayloadsRoundTripUnchanged(t *testing.T) {
 			want[i].Index = uint32(i)
 		}
 		seq := publish(t, c, sent...)
-		got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: seq - 1, InstanceEpoch: srv.Hub().Epoch(), EndAtHead: true}).rest()
+		got := afterStatus(t, store, subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: seq - 1, InstanceEpoch: srv.Hub().Epoch(), EndAtHead: true}).rest())
 		cm := got[0].GetCommit()
 		if cm == nil || cm.FactCount != 2 || len(cm.Facts) != 2 {
 			t.Fatalf("got %v", got[0])
@@ -120,16 +126,17 @@ func TestPayloadsRoundTripUnchanged(t *testing.T) {
 }
 
 func TestFiltersDeliverMatchingFactsAndProgressCoversTheRest(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		epoch := srv.Hub().Epoch()
+		lead := publish(t, c, fact("other", "", 0)) // a cursor before the mixed commit
 		mixed := publish(t, c, fact("gauges/ribble/g-014", "", 0), fact("gauges/ribblesdale/g-1", "", 1), fact("gauges/ribble", "", 2), fact("gauges/lune/g-021", "", 3))
 		publishN(t, c, "gauges/lune/g-021", 3)
 		head := publishN(t, c, "other", 2)
 
-		got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: 1, InstanceEpoch: epoch, Topics: []string{"gauges/ribble"}, EndAtHead: true}).rest()
-		seqs := positioned(t, got)
+		got := afterStatus(t, store, subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: lead, InstanceEpoch: epoch, Topics: []string{"gauges/ribble"}, EndAtHead: true}).rest())
+		seqs := positioned(t, store, got)
 		if len(got) != 3 || got[0].Seq != mixed || got[1].GetProgress() == nil || got[1].Seq != head || !isCaughtUp(got[2]) {
 			t.Fatalf("got %v (seqs %v), want commit %d, Progress %d, CaughtUp", got, seqs, mixed, head)
 		}
@@ -138,7 +145,7 @@ func TestFiltersDeliverMatchingFactsAndProgressCoversTheRest(t *testing.T) {
 			t.Fatalf("filtered commit = %v, want facts 0 and 2 of 4", cm)
 		}
 		// Resuming from the covered position is empty and gap-free.
-		again := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: head, InstanceEpoch: epoch, Topics: []string{"gauges/ribble"}, EndAtHead: true}).rest()
+		again := afterStatus(t, store, subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: head, InstanceEpoch: epoch, Topics: []string{"gauges/ribble"}, EndAtHead: true}).rest())
 		if len(again) != 1 || !isCaughtUp(again[0]) {
 			t.Fatalf("resume from the covered seq: %v, want only CaughtUp", again)
 		}
@@ -150,10 +157,10 @@ func TestFiltersDeliverMatchingFactsAndProgressCoversTheRest(t *testing.T) {
 // until the ring has wrapped (nothing it would send left the ring) — and
 // its last Progress is a cursor that resumes without a resync.
 func TestFilteredIdleSubscriberIsNotResynced(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.Window = 16
-		srv := ringtest.Start(t, cfg)
+		srv := store.Start(t, cfg)
 		c := srv.Client(p)
 		epoch := srv.Hub().Epoch()
 		st := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{Topics: []string{"wanted"}})
@@ -183,16 +190,17 @@ func TestFilteredIdleSubscriberIsNotResynced(t *testing.T) {
 }
 
 func TestBoundedReadsEndOK(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		epoch := srv.Hub().Epoch()
+		lead := publish(t, c, fact("a/b", "", 0)) // a cursor before three
 		three := publish(t, c, fact("a/b", "", 0), fact("a/b", "", 1), fact("a/b", "", 2))
 		head := publishN(t, c, "a/b", 4)
 
 		t.Run("until_seq inside the ring", func(t *testing.T) {
-			got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: 1, InstanceEpoch: epoch, UntilSeq: three}).rest()
-			if seqs := positioned(t, got); !equalSeqs(seqs, []uint64{three}) || len(got[0].GetCommit().Facts) != 3 {
+			got := afterStatus(t, store, subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: lead, InstanceEpoch: epoch, UntilSeq: three}).rest())
+			if seqs := positioned(t, store, got); !equalSeqs(seqs, []uint64{three}) || len(got[0].GetCommit().Facts) != 3 {
 				t.Fatalf("got %v, want the whole commit %d and the end", got, three)
 			}
 		})
@@ -200,12 +208,12 @@ func TestBoundedReadsEndOK(t *testing.T) {
 			st := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: head, InstanceEpoch: epoch, UntilSeq: head + 2})
 			st.until(isCaughtUp)
 			publishN(t, c, "a/b", 3)
-			if seqs := positioned(t, st.rest()); !equalSeqs(seqs, span(head+1, head+2)) {
+			if seqs := positioned(t, store, st.rest()); !equalSeqs(seqs, span(head+1, head+2)) {
 				t.Fatalf("seqs %v, want %d..%d", seqs, head+1, head+2)
 			}
 		})
 		t.Run("until_seq with a filter ends on Progress", func(t *testing.T) {
-			got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: 1, InstanceEpoch: epoch, UntilSeq: head, Topics: []string{"x"}}).rest()
+			got := afterStatus(t, store, subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: 1, InstanceEpoch: epoch, UntilSeq: head, Topics: []string{"x"}}).rest())
 			if len(got) != 1 || got[0].GetProgress() == nil || got[0].Seq != head {
 				t.Fatalf("got %v, want Progress(%d) then the end", got, head)
 			}
@@ -213,7 +221,7 @@ func TestBoundedReadsEndOK(t *testing.T) {
 		t.Run("end_at_head", func(t *testing.T) {
 			_, now := srv.Hub().Bounds()
 			got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: 1, InstanceEpoch: epoch, EndAtHead: true}).rest()
-			if seqs := positioned(t, got); !isCaughtUp(got[len(got)-1]) || !equalSeqs(seqs, span(2, now)) {
+			if seqs := positioned(t, store, got); !isCaughtUp(got[len(got)-1]) || !equalSeqs(seqs, span(2, now)) {
 				t.Fatalf("got %v, want replay then CaughtUp then the end", got)
 			}
 		})
@@ -221,8 +229,8 @@ func TestBoundedReadsEndOK(t *testing.T) {
 }
 
 func TestConcurrentDuplicatePublishesAppendOnce(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		_, before := srv.Hub().Bounds()
 		const n = 16

@@ -18,13 +18,22 @@ import (
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(ringtest.Main(m)) }
 
-// forEachProtocol runs f once per protocol against its own server.
+// forEachProtocol runs f once per protocol.
 func forEachProtocol(t *testing.T, f func(t *testing.T, p ringcast.Protocol)) {
 	for _, p := range ringtest.Protocols {
 		t.Run(string(p), func(t *testing.T) { f(t, p) })
 	}
+}
+
+// forEachStoreAndProtocol runs f once per store and protocol, in subtests
+// named store/protocol (`-run '/jetstream/grpc'`); f starts its own server
+// with store.Start.
+func forEachStoreAndProtocol(t *testing.T, f func(t *testing.T, store ringtest.Store, p ringcast.Protocol)) {
+	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+		forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) { f(t, store, p) })
+	})
 }
 
 // fact returns a fact on topic with a small struct payload.
@@ -125,11 +134,19 @@ func (st *stream) rest() []*ringcastv1.SubscribeEventsResponse {
 func isCaughtUp(m *ringcastv1.SubscribeEventsResponse) bool { return m.GetCaughtUp() != nil }
 
 // positioned returns the seqs of the positioned messages, checking that
-// they strictly increase and that unpositioned ones carry seq 0.
-func positioned(t *testing.T, msgs []*ringcastv1.SubscribeEventsResponse) []uint64 {
+// they strictly increase and that unpositioned ones carry seq 0. A
+// ServerStatus is positioned on the memory store only (docs/protocol.md,
+// "Stores").
+func positioned(t *testing.T, store ringtest.Store, msgs []*ringcastv1.SubscribeEventsResponse) []uint64 {
 	t.Helper()
 	var seqs []uint64
 	for _, m := range msgs {
+		if m.GetServerStatus() != nil && store.Durable {
+			if m.Seq != 0 {
+				t.Fatalf("ServerStatus with seq %d on a durable store, want 0: %v", m.Seq, m)
+			}
+			continue
+		}
 		switch m.Event.(type) {
 		case *ringcastv1.SubscribeEventsResponse_Commit, *ringcastv1.SubscribeEventsResponse_ServerStatus, *ringcastv1.SubscribeEventsResponse_Progress:
 			if m.Seq == 0 {
@@ -146,6 +163,49 @@ func positioned(t *testing.T, msgs []*ringcastv1.SubscribeEventsResponse) []uint
 		}
 	}
 	return seqs
+}
+
+// afterStatus returns the messages of a stream after the replica's
+// unpositioned ServerStatus a durable store sends first (docs/protocol.md,
+// "Stores"), failing when it is missing; on memory it returns msgs.
+func afterStatus(t *testing.T, store ringtest.Store, msgs []*ringcastv1.SubscribeEventsResponse) []*ringcastv1.SubscribeEventsResponse {
+	t.Helper()
+	if !store.Durable {
+		return msgs
+	}
+	if len(msgs) == 0 || msgs[0].GetServerStatus() == nil || msgs[0].Seq != 0 {
+		t.Fatalf("stream on a durable store starts with %v, want the replica's ServerStatus with seq 0", msgs)
+	}
+	return msgs[1:]
+}
+
+// bound prepends, on memory, the bind ServerStatus's seq 1 to the
+// positioned seqs a stream delivers from a fresh server's start; a durable
+// store positions commits only.
+func bound(store ringtest.Store, seqs ...uint64) []uint64 {
+	if store.Durable {
+		return seqs
+	}
+	return append([]uint64{1}, seqs...)
+}
+
+// waitOldest waits until the server reports oldest as the first servable
+// seq. A durable store's first seq moves as the stream's limits discard
+// commits, and the hub learns it when it next asks the stream (about every
+// second); memory reports its ring's at once.
+func waitOldest(t *testing.T, srv *ringtest.Server, oldest uint64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // a hang guard only
+	for {
+		got, _ := srv.Hub().Bounds()
+		if got == oldest {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("oldest seq %d, want %d", got, oldest)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // span returns [from, to].

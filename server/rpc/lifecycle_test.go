@@ -17,24 +17,24 @@ import (
 // when its lease expires mid-tail; resuming with the cursor gets exactly
 // what was published meanwhile.
 func TestLeaseEndsStreamOKAndResumeLosesNothing(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.Lease = 300 * time.Millisecond
-		srv := ringtest.Start(t, cfg)
+		srv := store.Start(t, cfg)
 		c := srv.Client(p)
 		epoch := srv.Hub().Epoch()
 		st := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{})
 		got := st.until(isCaughtUp)
 		first := publish(t, c, fact("a/b", "", 0))
 		got = append(got, st.rest()...) // ends OK by itself at the lease
-		seqs := positioned(t, got)
+		seqs := positioned(t, store, got)
 		cursor := seqs[len(seqs)-1]
 		if cursor != first {
 			t.Fatalf("stream delivered %v before its lease ended, want up to %d", seqs, first)
 		}
 		more := publishN(t, c, "a/b", 3)
 		resumed := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: cursor, InstanceEpoch: epoch, EndAtHead: true}).rest()
-		if s := positioned(t, resumed); !equalSeqs(s, span(first+1, more)) {
+		if s := positioned(t, store, resumed); !equalSeqs(s, span(first+1, more)) {
 			t.Fatalf("resume after lease: %v, want %d..%d", s, first+1, more)
 		}
 	})
@@ -42,10 +42,11 @@ func TestLeaseEndsStreamOKAndResumeLosesNothing(t *testing.T) {
 
 // TestDrainPublishesDrainingAndEndsStreamsOK: shutdown publishes
 // ServerStatus(DRAINING) into the ring, every stream receives it and ends
-// with OK status.
+// with OK status. On a durable store the status is the replica's,
+// unpositioned, and the last message of each stream.
 func TestDrainPublishesDrainingAndEndsStreamsOK(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		head := publishN(t, c, "a/b", 2)
 		st := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: head, InstanceEpoch: srv.Hub().Epoch()})
@@ -53,18 +54,22 @@ func TestDrainPublishesDrainingAndEndsStreamsOK(t *testing.T) {
 		stopped := make(chan struct{})
 		go func() { srv.Stop(); close(stopped) }()
 		got := st.rest()
-		if len(got) != 1 || got[0].Seq != head+1 || got[0].GetServerStatus().GetState() != ringcastv1.ServerState_SERVER_STATE_DRAINING {
-			t.Fatalf("got %v, want ServerStatus(DRAINING) at %d then an OK end", got, head+1)
+		at := head + 1
+		if store.Durable {
+			at = 0
+		}
+		if len(got) != 1 || got[0].Seq != at || got[0].GetServerStatus().GetState() != ringcastv1.ServerState_SERVER_STATE_DRAINING {
+			t.Fatalf("got %v, want ServerStatus(DRAINING) at seq %d then an OK end", got, at)
 		}
 		ringtest.Wait(t, stopped, 10*time.Second, "server stop")
 	})
 }
 
 func TestLatestPerKeySnapshot(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.Window = 8
-		srv := ringtest.Start(t, cfg)
+		srv := store.Start(t, cfg)
 		c := srv.Client(p)
 		// k1 and k2 are set early; their last updates leave the ring.
 		s1 := publish(t, c, fact("g/a", "k1", 1), fact("g/b", "k2", 1), fact("g/a", "", 0))
@@ -72,15 +77,17 @@ func TestLatestPerKeySnapshot(t *testing.T) {
 		publishN(t, c, "noise", 10)
 		s3 := publish(t, c, fact("g/b", "k3", 3), fact("g/b", "k3", 4))
 		head := publish(t, c, fact("noise", "", 0))
+		waitOldest(t, srv, head-7) // the ring (the stream on a durable store) holds W = 8
 		if oldest, _ := srv.Hub().Bounds(); oldest <= s2 {
 			t.Fatalf("setup: oldest %d should be past %d", oldest, s2)
 		}
 		got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{Snapshot: ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY, EndAtHead: true}).rest()
-		seqs := positioned(t, got)
-		// The bind status (seq 1) is the latest status; then k2@s1, k1@s2,
-		// k3@s3 (its second fact), Progress to head, CaughtUp.
-		if !equalSeqs(seqs, []uint64{1, s1, s2, s3, head}) {
-			t.Fatalf("positioned seqs %v, want [1 %d %d %d %d]", seqs, s1, s2, s3, head)
+		seqs := positioned(t, store, got)
+		// The bind status (seq 1 on memory, unpositioned on a durable
+		// store) is the latest status; then k2@s1, k1@s2, k3@s3 (its second
+		// fact), Progress to head, CaughtUp.
+		if !equalSeqs(seqs, bound(store, s1, s2, s3, head)) {
+			t.Fatalf("positioned seqs %v, want %v", seqs, bound(store, s1, s2, s3, head))
 		}
 		check := func(m *ringcastv1.SubscribeEventsResponse, key string, index, count uint32) {
 			t.Helper()
@@ -96,7 +103,7 @@ func TestLatestPerKeySnapshot(t *testing.T) {
 			t.Fatalf("tail of snapshot %v, want Progress(%d) then CaughtUp(%d)", got[4:], head, head)
 		}
 		filtered := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{Snapshot: ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY, Topics: []string{"g/b"}, EndAtHead: true}).rest()
-		if s := positioned(t, filtered); !equalSeqs(s, []uint64{1, s1, s3, head}) {
+		if s := positioned(t, store, filtered); !equalSeqs(s, bound(store, s1, s3, head)) {
 			t.Fatalf("filtered snapshot seqs %v", s)
 		}
 	})
@@ -106,8 +113,8 @@ func TestLatestPerKeySnapshot(t *testing.T) {
 // unservable cursor gets Gap, the snapshot, CaughtUp and the live tail on
 // the same stream.
 func TestSnapshotInlineGapThenSnapshotThenLive(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		publish(t, c, fact("g/a", "k1", 1))
 		head := publishN(t, c, "g/a", 2)
@@ -120,8 +127,11 @@ func TestSnapshotInlineGapThenSnapshotThenLive(t *testing.T) {
 		if gap == nil || got[0].Seq != 0 || gap.Reason != ringcastv1.Reason_REASON_EPOCH_MISMATCH || gap.RequestedSeq != 5 || gap.HeadSeq != head || gap.OldestSeq != 1 {
 			t.Fatalf("first message %v, want Gap(EPOCH_MISMATCH, requested 5, oldest 1, head %d)", got[0], head)
 		}
-		if s := positioned(t, got[1:]); !equalSeqs(s, []uint64{1, 2, head}) {
-			t.Fatalf("inline snapshot seqs %v, want [1 2 %d]", s, head)
+		// The latest status (seq 1 on memory; after the Gap, unpositioned,
+		// on a durable store), k1's commit, Progress to head.
+		want := bound(store, store.FirstCommit(), head)
+		if s := positioned(t, store, afterStatus(t, store, got[1:])); !equalSeqs(s, want) {
+			t.Fatalf("inline snapshot seqs %v, want %v", s, want)
 		}
 		live := publish(t, c, fact("g/a", "k1", 2))
 		if m := st.next(); m.Seq != live {
@@ -131,18 +141,24 @@ func TestSnapshotInlineGapThenSnapshotThenLive(t *testing.T) {
 }
 
 func TestIdleStreamsGetHeartbeats(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.Heartbeat = 100 * time.Millisecond
-		srv := ringtest.Start(t, cfg)
+		srv := store.Start(t, cfg)
 		c := srv.Client(p)
 		st := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{})
 		st.until(isCaughtUp)
+		// Memory holds the bind status at 1; an empty stream's range is
+		// [1, 0] (first = last+1).
+		head := uint64(1)
+		if store.Durable {
+			head = 0
+		}
 		for range 2 {
 			m := st.next()
 			hb := m.GetHeartbeat()
-			if hb == nil || m.Seq != 0 || hb.HeadSeq != 1 || hb.OldestSeq != 1 {
-				t.Fatalf("idle stream got %v, want Heartbeat(head 1, oldest 1)", m)
+			if hb == nil || m.Seq != 0 || hb.HeadSeq != head || hb.OldestSeq != 1 {
+				t.Fatalf("idle stream got %v, want Heartbeat(head %d, oldest 1)", m, head)
 			}
 		}
 	})
@@ -152,11 +168,11 @@ func TestIdleStreamsGetHeartbeats(t *testing.T) {
 // far more than W large commits are published sees, once it reads again,
 // a gap-free prefix and then ResyncRequired(SUBSCRIBER_LAGGING).
 func TestLappedReaderOverTheWireGetsLagging(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.Window = 8
 		cfg.WriteTimeout = time.Minute // this reader is slow, not gone
-		srv := ringtest.Start(t, cfg)
+		srv := store.Start(t, cfg)
 		c := srv.Client(p)
 		st := subscribe(t, smallBufferClient(srv.URL, p), &ringcastv1.SubscribeEventsRequest{})
 		st.until(isCaughtUp)
@@ -174,9 +190,9 @@ func TestLappedReaderOverTheWireGetsLagging(t *testing.T) {
 		if last.GetResyncRequired().GetReason() != ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING {
 			t.Fatalf("last message %v, want ResyncRequired(SUBSCRIBER_LAGGING)", last)
 		}
-		seqs := positioned(t, got)
+		seqs := positioned(t, store, got)
 		for i, s := range seqs {
-			if s != uint64(i)+2 {
+			if s != uint64(i)+store.FirstCommit() {
 				t.Fatalf("delivered %v: gap before the resync", seqs)
 			}
 		}
@@ -187,11 +203,11 @@ func TestLappedReaderOverTheWireGetsLagging(t *testing.T) {
 // never reads is cut after the write timeout; a healthy subscriber keeps
 // receiving everything meanwhile.
 func TestReaderThatStopsReadingIsCutWithoutSlowingOthers(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.Window = 4096
 		cfg.WriteTimeout = 400 * time.Millisecond
-		srv := ringtest.Start(t, cfg)
+		srv := store.Start(t, cfg)
 		c := srv.Client(p)
 		stuck := subscribe(t, smallBufferClient(srv.URL, p), &ringcastv1.SubscribeEventsRequest{})
 		stuck.until(isCaughtUp)

@@ -18,10 +18,10 @@ import (
 // accepted and one past it is refused, so the advertised numbers cannot
 // drift from the enforced ones.
 func TestAdvertisedLimitsAreTheEnforcedOnes(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.MaxRequestBytes = 64 << 10
-		srv := ringtest.Start(t, cfg)
+		srv := store.Start(t, cfg)
 		c := srv.Client(p)
 		ctx := context.Background()
 		st, err := c.GetServerStatus(ctx, connect.NewRequest(&ringcastv1.GetServerStatusRequest{}))

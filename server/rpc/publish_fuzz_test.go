@@ -28,7 +28,7 @@ import (
 // every commit it accepts must reach the Go client intact over each
 // encoding — protobuf (Connect, gRPC, gRPC-Web), Connect JSON, and the SSE
 // face's JSON decoded as a browser would (JSON.parse, then protojson) —
-// with the same facts on every face.
+// with the same facts on every face, on every store (ringtest.Stores).
 //
 // The seed corpus runs in every `go test`; for a longer run:
 //
@@ -53,57 +53,79 @@ func FuzzPublishDeliverable(f *testing.F) {
 		f.Add(b, true)
 	}
 
-	cfg := ringtest.Config()
-	cfg.Window = 4
-	srv := ringtest.Start(f, cfg)
+	// One server per store, each with a commit before any the fuzzer
+	// sends, so that every accepted commit has a cursor before it.
 	hc := &http.Client{Timeout: 20 * time.Second}
-	jsonRPC := ringcastv1connect.NewEventServiceClient(hc, srv.URL, connect.WithProtoJSON())
+	type target struct {
+		store   string
+		srv     *ringtest.Server
+		jsonRPC ringcastv1connect.EventServiceClient
+	}
+	var targets []target
+	for _, store := range ringtest.Stores {
+		cfg := ringtest.Config()
+		cfg.Window = 4
+		srv := store.Start(f, cfg)
+		if _, err := srv.Hub().Publish([]*ringcastv1.Fact{{Topic: "lead", Type: "t"}}, ""); err != nil {
+			f.Fatal(err)
+		}
+		targets = append(targets, target{store.Name, srv, ringcastv1connect.NewEventServiceClient(hc, srv.URL, connect.WithProtoJSON())})
+	}
 
 	f.Fuzz(func(t *testing.T, body []byte, binary bool) {
-		ctype := "application/json"
-		if binary {
-			ctype = "application/proto"
+		for _, tg := range targets {
+			publishAndRead(t, hc, tg.store, tg.srv, tg.jsonRPC, body, binary)
 		}
-		resp, err := hc.Post(srv.URL+"/ringcast.v1.EventService/Publish", ctype, strings.NewReader(string(body)))
-		if err != nil {
-			t.Fatalf("publish: %v", err)
-		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode >= 500 {
-			t.Fatalf("publish answered %d: %s", resp.StatusCode, out)
-		}
-		if resp.StatusCode != http.StatusOK {
-			t.Logf("refused: %d %.200s", resp.StatusCode, out)
-			return
-		}
-		var receipt ringcastv1.PublishResponse
-		unmarshal := proto.Unmarshal
-		if !binary {
-			unmarshal = protojson.Unmarshal
-		}
-		if err := unmarshal(out, &receipt); err != nil {
-			t.Fatalf("receipt %q: %v", out, err)
-		}
-		if receipt.Duplicate {
-			return
-		}
-		seq := receipt.Seq
-		cur := ringcast.Cursor{Epoch: receipt.InstanceEpoch, Seq: seq - 1}
-
-		var want []*ringcastv1.Fact
-		for _, p := range ringtest.Protocols {
-			got := readCommit(t, ringcast.NewClient(srv.URL, ringcast.WithProtocol(p), ringcast.WithHTTPClient(srv.HTTPClient(p))), cur)
-			if want == nil {
-				want = got
-			}
-			sameFacts(t, string(p), got, want)
-		}
-		// Connect JSON, through the generated client with the JSON codec.
-		sameFacts(t, "connect+json", readCommitRPC(t, jsonRPC, cur), want)
-		// The SSE face.
-		sameFacts(t, "sse", readSSECommit(t, hc, srv.URL, cur), want)
 	})
+}
+
+// publishAndRead publishes body to srv and, when it is accepted, reads the
+// commit back on every face and checks they agree.
+func publishAndRead(t *testing.T, hc *http.Client, store string, srv *ringtest.Server, jsonRPC ringcastv1connect.EventServiceClient, body []byte, binary bool) {
+	t.Helper()
+	ctype := "application/json"
+	if binary {
+		ctype = "application/proto"
+	}
+	resp, err := hc.Post(srv.URL+"/ringcast.v1.EventService/Publish", ctype, strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("%s: publish: %v", store, err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		t.Fatalf("%s: publish answered %d: %s", store, resp.StatusCode, out)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Logf("%s: refused: %d %.200s", store, resp.StatusCode, out)
+		return
+	}
+	var receipt ringcastv1.PublishResponse
+	unmarshal := proto.Unmarshal
+	if !binary {
+		unmarshal = protojson.Unmarshal
+	}
+	if err := unmarshal(out, &receipt); err != nil {
+		t.Fatalf("receipt %q: %v", out, err)
+	}
+	if receipt.Duplicate {
+		return
+	}
+	seq := receipt.Seq
+	cur := ringcast.Cursor{Epoch: receipt.InstanceEpoch, Seq: seq - 1}
+
+	var want []*ringcastv1.Fact
+	for _, p := range ringtest.Protocols {
+		got := readCommit(t, ringcast.NewClient(srv.URL, ringcast.WithProtocol(p), ringcast.WithHTTPClient(srv.HTTPClient(p))), cur)
+		if want == nil {
+			want = got
+		}
+		sameFacts(t, store+"/"+string(p), got, want)
+	}
+	// Connect JSON, through the generated client with the JSON codec.
+	sameFacts(t, store+"/connect+json", readCommitRPC(t, jsonRPC, cur), want)
+	// The SSE face.
+	sameFacts(t, store+"/sse", readSSECommit(t, hc, srv.URL, cur), want)
 }
 
 // readCommit reads commit cur.Seq+1 with the Go client library.

@@ -19,8 +19,8 @@ import (
 // batch), then control messages, filtered commits and live events, decodes
 // message by message in order — on every protocol, in binary and in JSON.
 func TestBatchedStreamsDecodeInBothCodecs(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		for _, codec := range []string{"proto", "json"} {
 			t.Run(codec, func(t *testing.T) {
 				opts := []connect.ClientOption{}

@@ -9,21 +9,26 @@ import (
 )
 
 func TestFreshSubscribeSnapshotsThenCaughtUpThenLive(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		head := publishN(t, c, "a/b", 5)
 		st := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{})
 		got := st.until(isCaughtUp)
-		first := got[0]
-		if first.Seq != 1 || first.GetServerStatus() == nil {
-			t.Fatalf("first message = %v, want ServerStatus at seq 1", first)
+		// The bind status: at seq 1 on memory, unpositioned (seq 0) before
+		// the commits on a durable store.
+		first, wantSeq := got[0], uint64(1)
+		if store.Durable {
+			wantSeq = 0
+		}
+		if first.Seq != wantSeq || first.GetServerStatus() == nil {
+			t.Fatalf("first message = %v, want ServerStatus at seq %d", first, wantSeq)
 		}
 		if st := first.GetServerStatus(); st.InstanceEpoch != srv.Hub().Epoch() || st.State != ringcastv1.ServerState_SERVER_STATE_SERVING {
 			t.Fatalf("bind status = %v", st)
 		}
-		if seqs := positioned(t, got); !equalSeqs(seqs, span(1, head)) {
-			t.Fatalf("snapshot seqs = %v, want 1..%d", seqs, head)
+		if seqs := positioned(t, store, got); !equalSeqs(seqs, bound(store, span(store.FirstCommit(), head)...)) {
+			t.Fatalf("snapshot seqs = %v, want the commits up to %d (after the status at 1 on memory)", seqs, head)
 		}
 		if cu := got[len(got)-1].GetCaughtUp(); cu.HeadSeq != head {
 			t.Fatalf("CaughtUp.head_seq = %d, want %d", cu.HeadSeq, head)
@@ -41,8 +46,8 @@ func TestFreshSubscribeSnapshotsThenCaughtUpThenLive(t *testing.T) {
 }
 
 func TestResumeReplaysExactlyTheMissedEvents(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		head := publishN(t, c, "a/b", 10)
 		epoch := srv.Hub().Epoch()
@@ -53,7 +58,7 @@ func TestResumeReplaysExactlyTheMissedEvents(t *testing.T) {
 			if n < head {
 				want = span(n+1, head)
 			}
-			if seqs := positioned(t, got); !equalSeqs(seqs, want) {
+			if seqs := positioned(t, store, got); !equalSeqs(seqs, want) {
 				t.Fatalf("resume after %d: seqs %v, want %v", n, seqs, want)
 			}
 			if !isCaughtUp(got[len(got)-1]) {
@@ -64,13 +69,16 @@ func TestResumeReplaysExactlyTheMissedEvents(t *testing.T) {
 }
 
 func TestUnservableCursorsGetResyncRequired(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.Window = 8
-		srv := ringtest.Start(t, cfg)
+		srv := store.Start(t, cfg)
 		c := srv.Client(p)
-		head := publishN(t, c, "a/b", 20) // ring holds 14..21 after the status at 1
+		// The ring holds 14..21 after the status at 1 on memory; the stream
+		// (MaxMsgs = W) holds 13..20 on a durable store.
+		head := publishN(t, c, "a/b", 20)
 		epoch := srv.Hub().Epoch()
+		waitOldest(t, srv, head-7)
 		oldest, h := srv.Hub().Bounds()
 		if h != head || oldest != head-7 {
 			t.Fatalf("bounds = [%d, %d], want [%d, %d]", oldest, h, head-7, head)
@@ -107,30 +115,46 @@ func TestUnservableCursorsGetResyncRequired(t *testing.T) {
 		}
 		t.Run("window edge O-1 is servable", func(t *testing.T) {
 			got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: oldest - 1, InstanceEpoch: epoch, EndAtHead: true}).rest()
-			if seqs := positioned(t, got); !equalSeqs(seqs, span(oldest, head)) {
+			if seqs := positioned(t, store, got); !equalSeqs(seqs, span(oldest, head)) {
 				t.Fatalf("seqs = %v, want %d..%d", seqs, oldest, head)
 			}
 		})
 		t.Run("since_seq 0 with a foreign epoch is served", func(t *testing.T) {
 			got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{InstanceEpoch: epoch ^ 1, EndAtHead: true}).rest()
-			if seqs := positioned(t, got); !equalSeqs(seqs, span(oldest, head)) {
+			if seqs := positioned(t, store, got); !equalSeqs(seqs, span(oldest, head)) {
 				t.Fatalf("seqs = %v, want the retained %d..%d", seqs, oldest, head)
 			}
 		})
 	})
 }
 
+// TestRestartedServerAnswersOldCursorWithEpochMismatch: on memory a
+// restart is a new epoch, and an old cursor resyncs; on a durable store
+// the epoch is the stream's, and the old cursor resumes.
 func TestRestartedServerAnswersOldCursorWithEpochMismatch(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		head := publishN(t, c, "a/b", 3)
 		oldEpoch := srv.Hub().Epoch()
 		srv.Restart()
+		c = srv.Client(p) // the old client's pooled connections died with the old instance
+		if store.Durable {
+			// The log is the stream: the restart keeps its epoch and seqs,
+			// and the old cursor resumes exactly.
+			if srv.Hub().Epoch() != oldEpoch {
+				t.Fatalf("restart on a durable store changed the epoch %x to %x", oldEpoch, srv.Hub().Epoch())
+			}
+			more := publishN(t, c, "a/b", 5)
+			got := afterStatus(t, store, subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: head, InstanceEpoch: oldEpoch, EndAtHead: true}).rest())
+			if seqs := positioned(t, store, got); !equalSeqs(seqs, span(head+1, more)) || !isCaughtUp(got[len(got)-1]) {
+				t.Fatalf("old cursor after a restart: %v, want %d..%d then CaughtUp", got, head+1, more)
+			}
+			return
+		}
 		if srv.Hub().Epoch() == oldEpoch {
 			t.Fatal("restart kept the epoch")
 		}
-		c = srv.Client(p)        // the old client's pooled connections died with the old instance
 		publishN(t, c, "a/b", 5) // the new instance's seqs cover the old cursor's
 		got := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: head, InstanceEpoch: oldEpoch}).rest()
 		if len(got) != 1 || got[0].GetResyncRequired().GetReason() != ringcastv1.Reason_REASON_EPOCH_MISMATCH {

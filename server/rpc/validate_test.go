@@ -57,8 +57,8 @@ func TestMalformedSubscribeIsInvalidArgumentWithViolations(t *testing.T) {
 		{"too many topics", &ringcastv1.SubscribeEventsRequest{Topics: make33Topics()}, "repeated.max_items"},
 		{"undefined snapshot", &ringcastv1.SubscribeEventsRequest{Snapshot: 9}, "enum.defined_only"},
 	}
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -92,8 +92,8 @@ func TestBadPublishIsRejectedWholeAndAppendsNothing(t *testing.T) {
 		{"long key", []*ringcastv1.Fact{{Topic: "a/b", Type: "t", Key: strings.Repeat("k", 257)}}, "string.max_len"},
 		{"too many facts", make257Facts(), "repeated.max_items"},
 	}
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		_, before := srv.Hub().Bounds()
 		for _, tc := range cases {
@@ -120,8 +120,8 @@ func TestBadPublishIsRejectedWholeAndAppendsNothing(t *testing.T) {
 // in a fact's data, JSON cannot; such a publish is refused whole so it can
 // never break a JSON or SSE subscriber.
 func TestNonFiniteNumbersAreRejected(t *testing.T) {
-	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		srv := ringtest.Start(t, ringtest.Config())
+	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
+		srv := store.Start(t, ringtest.Config())
 		c := srv.Client(p)
 		_, before := srv.Hub().Bounds()
 		for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
