@@ -176,14 +176,19 @@ func TestLappedReaderOverTheWireGetsLagging(t *testing.T) {
 		c := srv.Client(p)
 		st := subscribe(t, smallBufferClient(srv.URL, p), &ringcastv1.SubscribeEventsRequest{})
 		st.until(isCaughtUp)
-		// 1000 commits of 16 KiB: the server blocks once the socket buffers
-		// and flow-control windows (< 9 MiB) are full, holding at most one
-		// batch of events; far more than W commits are published behind it.
-		big := randomBytes(16 << 10)
-		for range 1000 {
-			f := fact("a/b", "", 0)
-			f.Payload = &ringcastv1.Fact_BinaryData{BinaryData: big}
-			publish(t, c, f)
+		// 70 commits of 4×60 KiB (16 MiB): the server blocks once the
+		// socket buffers and flow-control windows (< 9 MiB) are full,
+		// holding at most one batch of events; far more than W commits are
+		// published behind it. Few large commits keep a durable store's
+		// appends (one round trip each) few.
+		big := randomBytes(60 << 10) // under max-fact-bytes
+		for range 70 {
+			facts := make([]*ringcastv1.Fact, 4)
+			for i := range facts {
+				facts[i] = fact("a/b", "", 0)
+				facts[i].Payload = &ringcastv1.Fact_BinaryData{BinaryData: big}
+			}
+			publish(t, c, facts...)
 		}
 		got := st.rest()
 		last := got[len(got)-1]

@@ -324,10 +324,16 @@ func TestLappedReaderEnds(t *testing.T) {
 		s.untilCaughtUp()
 
 		resume := s.pause()
-		big, _ := structpb.NewStruct(map[string]any{"pad": strings.Repeat("x", 16<<10)})
-		for i := 0; i < 1500; i++ { // ~24 MB: more than the socket buffers hold
-			fact := &ringcastv1.Fact{Topic: "bulk/1", Type: "test.big", Payload: &ringcastv1.Fact_Data{Data: big}}
-			if _, err := h.Publish([]*ringcastv1.Fact{fact}, ""); err != nil {
+		// 100 commits of 4×60 KB (~24 MB): more than the socket buffers
+		// hold. Few large commits keep a durable store's appends (one
+		// round trip each) few.
+		big, _ := structpb.NewStruct(map[string]any{"pad": strings.Repeat("x", 60<<10)})
+		for i := 0; i < 100; i++ {
+			var facts []*ringcastv1.Fact
+			for range 4 {
+				facts = append(facts, &ringcastv1.Fact{Topic: "bulk/1", Type: "test.big", Payload: &ringcastv1.Fact_Data{Data: big}})
+			}
+			if _, err := h.Publish(facts, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
