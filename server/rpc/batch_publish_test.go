@@ -17,8 +17,7 @@ import (
 // TestPublishBatchAppendsInOrderAndSubscribersSeeEachCommit: one request,
 // several commits, each its own seq and receipt, delivered as separate
 // commits in request order; a key repeated within the batch is a duplicate.
-// A durable log that cannot append several commits atomically answers
-// unimplemented and appends none of them (docs/protocol.md, PublishBatch).
+// On JetStream the batch is one atomic batch (docs/scaling.md).
 func TestPublishBatchAppendsInOrderAndSubscribersSeeEachCommit(t *testing.T) {
 	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		srv := store.Start(t, ringtest.Config())
@@ -29,18 +28,6 @@ func TestPublishBatchAppendsInOrderAndSubscribersSeeEachCommit(t *testing.T) {
 			{Facts: []*ringcastv1.Fact{fact("a/b", "k3", 3)}},
 			{Facts: []*ringcastv1.Fact{fact("a/b", "k4", 4)}, IdempotencyKey: "one"},
 		}}))
-		if store.Durable && connect.CodeOf(err) == connect.CodeUnimplemented {
-			if _, head := srv.Hub().Bounds(); head != before {
-				t.Fatalf("unimplemented batch appended: head %d -> %d", before, head)
-			}
-			one, err := c.PublishBatch(context.Background(), connect.NewRequest(&ringcastv1.PublishBatchRequest{Commits: []*ringcastv1.PublishRequest{
-				{Facts: []*ringcastv1.Fact{fact("a/b", "k1", 1)}, IdempotencyKey: "one"},
-			}}))
-			if err != nil || len(one.Msg.GetReceipts()) != 1 || one.Msg.GetReceipts()[0].Seq != before+1 {
-				t.Fatalf("a batch of one commit: %v %v, want its receipt at %d", one, err, before+1)
-			}
-			return
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
