@@ -269,11 +269,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	ln = s.limiter.Listener(ln, s.cfg.Edge.MaxConns)
+	guard := s.limiter.ResetGuard(float64(s.cfg.Edge.MaxH2Resets), s.cfg.Edge.H2ResetPenalty)
+	ln = guard.Listener(ln, s.tls == nil)
 	fresh := newFreshConns()
 	srv.ConnState = fresh.track
 	if s.tls != nil {
 		protocols.SetHTTP2(true)
 		srv.TLSConfig = s.tls
+	}
+	if err := serveHTTP2(srv, guard); err != nil {
+		return err
+	}
+	if s.tls != nil {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 

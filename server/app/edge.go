@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
 
 	"connectrpc.com/connect"
+	"golang.org/x/net/http2"
 
 	"github.com/ringcast/ringcast/server/limit"
 )
@@ -37,6 +40,16 @@ type Edge struct {
 	// MaxConcurrentStreams bounds the streams one HTTP/2 connection may
 	// have open. Default 250.
 	MaxConcurrentStreams int
+	// MaxH2Resets bounds the RST_STREAM frames one HTTP/2 connection (h2c
+	// or TLS) may send per second, in a bucket of as many: past it the
+	// connection gets GOAWAY (ENHANCE_YOUR_CALM) and its client's IP is
+	// refused new connections for H2ResetPenalty. Default 200; negative:
+	// no bound.
+	MaxH2Resets int
+	// H2ResetPenalty is how long a client cut for rapid reset is refused
+	// new connections: the first is held unserved, others are closed on
+	// accept. Default 10s; negative: none.
+	H2ResetPenalty time.Duration
 }
 
 func (e Edge) withDefaults() Edge {
@@ -55,6 +68,12 @@ func (e Edge) withDefaults() Edge {
 	if e.MaxConcurrentStreams == 0 {
 		e.MaxConcurrentStreams = 250
 	}
+	if e.MaxH2Resets == 0 {
+		e.MaxH2Resets = 200
+	}
+	if e.H2ResetPenalty == 0 {
+		e.H2ResetPenalty = 10 * time.Second
+	}
 	return e
 }
 
@@ -72,6 +91,9 @@ func (e Edge) validate() []error {
 	if e.MaxConcurrentStreams < 1 || e.MaxConcurrentStreams > 1<<20 {
 		errs = append(errs, errors.New("max-h2-streams must be between 1 and 1048576"))
 	}
+	if e.MaxH2Resets > 1<<20 {
+		errs = append(errs, errors.New("max-h2-resets must be at most 1048576 (or negative for no bound)"))
+	}
 	if e.MaxConns > 0 && e.MaxConns < 16 {
 		errs = append(errs, errors.New("max-conns must be at least 16 (or negative for no bound)"))
 	}
@@ -86,6 +108,32 @@ func (e Edge) limiter(cfg Config, observe func(string)) *limit.Limiter {
 		Observer:     observe,
 		Logger:       cfg.Logger,
 	})
+}
+
+// serveHTTP2 sets srv up to serve HTTP/2 (h2c and, with TLS, h2) with
+// golang.org/x/net/http2, whose server answers a connection error read from
+// its connection with GOAWAY: guard (nil: none) watches each connection's
+// frames for rapid reset (limit.ResetGuard). An h2c connection is watched
+// by the guard's listener, before net/http sees it; a TLS one here, once
+// ALPN chose h2, on the decrypted connection.
+func serveHTTP2(srv *http.Server, guard *limit.ResetGuard) error {
+	h2 := &http2.Server{} // its settings come from srv (HTTP2, IdleTimeout)
+	if err := http2.ConfigureServer(srv, h2); err != nil {
+		return fmt.Errorf("configure HTTP/2: %w", err)
+	}
+	if guard == nil {
+		return nil
+	}
+	srv.TLSNextProto[http2.NextProtoTLS] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
+		// As http2.ConfigureServer's own: net/http passes the
+		// connection's base context on h.
+		var ctx context.Context
+		if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
+			ctx = bc.BaseContext()
+		}
+		h2.ServeConn(guard.Watch(c), &http2.ServeConnOpts{Context: ctx, Handler: h, BaseConfig: hs})
+	}
+	return nil
 }
 
 type readDoneKey struct{}

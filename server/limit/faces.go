@@ -115,8 +115,8 @@ func (ln *listener) Accept() (net.Conn, error) {
 		if ln.active.Add(1) > ln.max {
 			ln.active.Add(-1)
 			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			ln.l.refuseConn("ip:"+host, int(ln.max)) // counted before the client can see the close
 			_ = c.Close()
-			ln.l.refuseConn("ip:"+host, int(ln.max))
 			continue
 		}
 		return &conn{Conn: c, ln: ln}, nil

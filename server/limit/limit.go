@@ -25,7 +25,7 @@ const (
 )
 
 // Names are every limit name, for metrics to pre-register.
-var Names = []string{Streams, Publish, Conns}
+var Names = []string{Streams, Publish, Conns, H2Reset}
 
 // Config sets the per-client limits. Zero fields take the defaults
 // documented on them; negative ones disable their limit.
@@ -153,7 +153,7 @@ func (l *Limiter) refuse(id string, c *client, now time.Time, e *Error) *Error {
 	}
 	if at, ok := c.logged[e.Limit]; !ok || now.Sub(at) >= time.Minute {
 		c.logged[e.Limit] = now
-		l.cfg.Logger.Warn("client over a limit; refusing with resource_exhausted (logged once a minute per client)", "client", id, "limit", e.Limit, "error", e.msg)
+		l.cfg.Logger.Warn("client over a limit; refusing (logged once a minute per client and limit)", "client", id, "limit", e.Limit, "error", e.msg)
 	}
 	return e
 }

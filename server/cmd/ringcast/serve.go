@@ -39,6 +39,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Edge.IdleTimeout, "idle-timeout", cfg.Edge.IdleTimeout, "close a connection with no request in flight (HTTP/1.1 keep-alive, HTTP/2 with no stream) after this long")
 	fs.DurationVar(&cfg.Edge.ReadTimeout, "read-timeout", cfg.Edge.ReadTimeout, "longest time to read a request body (a unary call's message, a stream's request)")
 	fs.IntVar(&cfg.Edge.MaxConcurrentStreams, "max-h2-streams", cfg.Edge.MaxConcurrentStreams, "streams one HTTP/2 connection may have open at once")
+	fs.IntVar(&cfg.Edge.MaxH2Resets, "max-h2-resets", cfg.Edge.MaxH2Resets, "RST_STREAM frames one HTTP/2 connection may send per second (a bucket of as many); past it GOAWAY ENHANCE_YOUR_CALM and the client's IP is refused for --h2-reset-penalty (negative: no bound)")
+	fs.DurationVar(&cfg.Edge.H2ResetPenalty, "h2-reset-penalty", cfg.Edge.H2ResetPenalty, "how long a client cut for HTTP/2 rapid reset is refused new connections: the first is held unserved, others closed on accept (negative: none)")
 	fs.BoolVar(&cfg.Demo, "demo", cfg.Demo, "publish the embedded river-gauge demo feed (--demo=false for an empty ring)")
 	fs.DurationVar(&cfg.DemoInterval, "demo-interval", cfg.DemoInterval, "time between demo rounds (one commit each)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with HTTP/2")
@@ -124,7 +126,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 var countFlags = []string{
 	"window", "state-keys", "dedupe-keys", "max-request-bytes", "max-fact-bytes",
 	"max-data-depth", "max-ring-bytes", "max-state-bytes", "max-streams-per-client",
-	"publish-rate", "publish-burst", "max-conns", "max-h2-streams", "state-rebuild",
+	"publish-rate", "publish-burst", "max-conns", "max-h2-streams", "max-h2-resets", "state-rebuild",
 }
 
 // zeroCounts reports every count flag set to 0 (on the command line or by

@@ -1,0 +1,192 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/ringcast/ringcast/clients/go/ringcast"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/app"
+	"github.com/ringcast/ringcast/server/ringtest"
+)
+
+// resetUntilCut speaks HTTP/2 on c (the preface not yet sent), opening
+// Publish streams and resetting each at once until the server's GOAWAY
+// arrives, and returns it. It fails the test if the connection ends
+// without one.
+func resetUntilCut(t *testing.T, c net.Conn, scheme string) *http2.GoAwayFrame {
+	t.Helper()
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", scheme}, {":authority", "127.0.0.1"},
+		{":path", "/ringcast.v1.EventService/Publish"}, {"content-type", "application/proto"}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	wf := http2.NewFramer(&out, nil)
+	_ = wf.WriteSettings()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // writes until the connection fails or the test is done
+		for stream := uint32(1); stream < 1<<30; stream += 2 {
+			_ = wf.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: block.Bytes(), EndHeaders: true})
+			_ = wf.WriteRSTStream(stream, http2.ErrCodeCancel)
+			if stream%64 == 1 {
+				continue
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := c.Write(out.Bytes()); err != nil {
+				return
+			}
+			out.Reset()
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second)) // a hang guard only
+	rf := http2.NewFramer(nil, c)
+	for {
+		f, err := rf.ReadFrame()
+		if err != nil {
+			t.Fatalf("connection ended without GOAWAY: %v", err)
+		}
+		if ga, ok := f.(*http2.GoAwayFrame); ok {
+			return ga
+		}
+	}
+}
+
+// refused dials addr twice during a penalty: the first connection is
+// held unserved (closed when the test ends), and it reports whether the
+// second is closed at once (read fails with EOF or a reset, not the hang
+// guard's timeout). The server accepts them in order.
+func refused(t *testing.T, addr string) bool {
+	t.Helper()
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Close() })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return true
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_, err = c.Read(make([]byte, 1))
+	return err != nil && !isTimeout(err)
+}
+
+// checkCut: the connection got GOAWAY ENHANCE_YOUR_CALM after more resets
+// than the bound allows (its last stream is past the bucket's 200).
+func checkCut(t *testing.T, ga *http2.GoAwayFrame) {
+	t.Helper()
+	if ga.ErrCode != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("GOAWAY %v, want ENHANCE_YOUR_CALM", ga.ErrCode)
+	}
+	if ga.LastStreamID < 2*200+1 {
+		t.Fatalf("cut at stream %d, before the bucket of 200 resets was spent", ga.LastStreamID)
+	}
+}
+
+// TestRapidResetIsCutOverH2C: an h2c connection opening and resetting
+// streams gets GOAWAY (ENHANCE_YOUR_CALM) past --max-h2-resets; during the
+// penalty its client's next connection is held unserved and the one after
+// closed at once; all three are counted. A connection opened before keeps
+// being served.
+func TestRapidResetIsCutOverH2C(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Edge.H2ResetPenalty = time.Hour // longer than the test: no race with its end
+	srv := ringtest.Start(t, cfg)
+	held, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+
+	c, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	checkCut(t, resetUntilCut(t, c, "http"))
+	if !refused(t, srv.Addr) {
+		t.Fatal("a new connection during the penalty was served")
+	}
+	if m := scrape2(t, held); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 3`) {
+		t.Fatalf("cut and refusal not counted:\n%s", grepLines(m, "ringcast_limit_rejections_total"))
+	}
+}
+
+// TestRapidResetIsCutOverTLS: the same over TLS, where ALPN chose h2 and
+// the frames are read after decryption.
+func TestRapidResetIsCutOverTLS(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	cfg := ringtest.Config()
+	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
+	cfg.Edge.H2ResetPenalty = time.Hour
+	s, err := app.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	defer func() { cancel(); ringtest.Wait(t, done, 10*time.Second, "TLS server shutdown") }()
+
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("ALPN chose %q, want h2", p)
+	}
+	checkCut(t, resetUntilCut(t, c, "https"))
+	if !refused(t, ln.Addr().String()) {
+		t.Fatal("a new connection during the penalty was served")
+	}
+}
+
+// TestCancellingStreamsIsNotRapidReset: a gRPC client (h2c, one
+// connection) that cancels a few dozen streams is never cut: its
+// connection still serves, and nothing is counted.
+func TestCancellingStreamsIsNotRapidReset(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	c := srv.Client(ringcast.ProtocolGRPC)
+	for range 50 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := c.SubscribeEvents(ctx, connect.NewRequest(&ringcastv1.SubscribeEventsRequest{}))
+		if err != nil || !s.Receive() {
+			t.Fatalf("stream: %v %v", err, s.Err())
+		}
+		cancel() // RST_STREAM CANCEL
+		s.Close()
+	}
+	d, _ := structpb.NewStruct(map[string]any{"n": 1})
+	if _, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{{Topic: "a", Type: "t", Payload: &ringcastv1.Fact_Data{Data: d}}}})); err != nil {
+		t.Fatalf("publish after the cancels: %v", err)
+	}
+	if m := scrape(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 0`) {
+		t.Fatalf("a client cancelling streams was cut:\n%s", grepLines(m, "ringcast_limit_rejections_total"))
+	}
+}
