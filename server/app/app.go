@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -145,6 +146,28 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// plausibleRate is the publish rate, in commits per second, the window is
+// checked against when --publish-rate is unbounded.
+const plausibleRate = 10000
+
+// warnWindow logs, at Warn, a ring window so small that a plausible
+// publish rate (one client at --publish-rate, else plausibleRate) turns it
+// over within the longest a live wake-up may be held (8 × --coalesce):
+// subscribers a wake-up behind would find their cursors gone at once and
+// resync (docs/limits.md). Such a window is allowed, never an error.
+func warnWindow(cfg Config) {
+	rate := cfg.Edge.PublishRate
+	if rate <= 0 {
+		rate = plausibleRate
+	}
+	held := 8 * cfg.Coalesce
+	if need := rate * held.Seconds(); float64(cfg.Window) < need {
+		cfg.Logger.Warn("the ring window turns over within a few coalesce intervals at a plausible publish rate: subscribers a wake-up behind will find their cursors too old and resync; raise --window or lower --coalesce",
+			"window", cfg.Window, "coalesce", cfg.Coalesce, "rate_per_s", rate,
+			"turnover", time.Duration(float64(cfg.Window)/rate*float64(time.Second)), "window_wanted", int(math.Ceil(need)))
+	}
+}
+
 // Server is an assembled ringcast server, not yet serving.
 type Server struct {
 	Hub     *hub.Hub
@@ -183,6 +206,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
 	cfg = cfg.withDefaults()
+	warnWindow(cfg)
 	var tlsConfig *tls.Config
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
