@@ -3,7 +3,8 @@
 // history written as JSON lines and checked by the Go checker
 // (server/ringtest/history/cmd/historycheck, the one the Go fault tests
 // use), a publisher, and consumers through the proxy: the TypeScript
-// client over Connect, gRPC and gRPC-Web, and `eventsource` on GET /events.
+// client over Connect, gRPC and gRPC-Web (Node's and the browser's
+// transports), and `eventsource` on GET /events.
 // docs/reliability.md says what is proved and how to replay a seed.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -20,8 +21,11 @@ import { SubscribeEventsResponseSchema } from "../../../gen/ts/ringcast/v1/ringc
 import { formatEpoch, publish, reasonName, subscribe } from "../src/index.js";
 import { ringtestTool, startServer, transportFor, type Protocol, type Server } from "./harness.js";
 
-/** The protocols of the Node transports under faults. */
-export const rpcProtocols: readonly Protocol[] = ["connect", "grpc", "grpcweb"];
+/**
+ * The transports under faults: connect-node's Connect, gRPC and gRPC-Web,
+ * and connect-web's fetch-based Connect and gRPC-Web (the browser's).
+ */
+export const rpcProtocols: readonly Protocol[] = ["connect", "grpc", "grpcweb", "web-connect", "web-grpcweb"];
 
 /** Quick reconnects keep a scenario short (the Go scenarios' backoff). */
 const fastBackoff = { minMs: 5, initialMs: 20, maxMs: 200, resetMs: 1_000 };
@@ -280,10 +284,10 @@ export class Run {
     })();
   }
 
-  /** consume starts perProtocol consumers of each RPC protocol; with restartWithin > 0 each stops after 1..restartWithin facts and resumes from its persisted cursor text. */
-  consume(perProtocol: number, restartWithin = 0): void {
+  /** consume starts perTransport consumers on each transport; with restartWithin > 0 each stops after 1..restartWithin facts and resumes from its persisted cursor text. */
+  consume(perTransport: number, restartWithin = 0): void {
     for (const p of rpcProtocols) {
-      for (let i = 0; i < perProtocol; i++) {
+      for (let i = 0; i < perTransport; i++) {
         const name = `${p}-${i}`;
         const c: Consumer = { name, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, done: Promise.resolve() };
         c.done = this.#rpcConsumer(c, p, restartWithin, rng(this.seed, 100 + this.consumers.length));

@@ -1,7 +1,8 @@
 // The fault scenarios of server/faults, for the TypeScript client in Node
-// over Connect, gRPC and gRPC-Web (two consumers of each in every
-// scenario), and for GET /events read by the `eventsource` package: the
-// real server binary behind the Go fault proxy, a publisher, and a history
+// over Connect, gRPC and gRPC-Web (two consumers on each transport in
+// every scenario: connect-node's three and connect-web's fetch-based two),
+// and for GET /events read by the `eventsource` package: the real server
+// binary behind the Go fault proxy, a publisher, and a history
 // checked by the Go checker — per consumer and epoch, no fact missing
 // between resync boundaries, none repeated, order kept, every resync
 // explained (docs/reliability.md, "What is proved under faults").
@@ -13,16 +14,16 @@ import { describe, it } from "node:test";
 
 import { Run } from "./faultkit.js";
 
-/** The consumers per RPC protocol in each scenario. */
-const perProtocol = 2;
+/** The consumers per transport in each scenario. */
+const perTransport = 2;
 
 /** How long the seeded proxy faults run. */
 const faultsMs = 1_500;
 
-describe("faults: the TS client over connect, grpc and grpcweb through the fault proxy", () => {
+describe("faults: the TS client over connect, grpc and grpcweb (node and web transports) through the fault proxy", () => {
   it("proxy faults while publishing: every consumer given every fact once, in order", async (t) => {
     const r = await Run.start(t);
-    r.consume(perProtocol);
+    r.consume(perTransport);
     r.publish(3);
     await r.proxy.faults(faultsMs);
     const { summary, stats } = await r.finish();
@@ -32,7 +33,7 @@ describe("faults: the TS client over connect, grpc and grpcweb through the fault
 
   it("leases of 1 s: every stream ends with its lease and resumes with its cursor", async (t) => {
     const r = await Run.start(t, ["--lease", "1s"]);
-    r.consume(perProtocol);
+    r.consume(perTransport);
     r.publish(3);
     // Each consumer's stream ended OK (its lease) and resumed; no faults run.
     await r.everyConsumer("a lease end", (c) => c.cleanEnds >= 1);
@@ -45,7 +46,7 @@ describe("faults: the TS client over connect, grpc and grpcweb through the fault
     const name = how === "kill" ? "server kill -9 and restart mid-stream" : "server SIGTERM drain and restart";
     it(`${name}: every consumer resyncs to the new epoch (EPOCH_MISMATCH) and continues`, async (t) => {
       const r = await Run.start(t);
-      r.consume(perProtocol);
+      r.consume(perTransport);
       r.publish(3);
       await r.everyConsumer("given facts before the restart", (c) => c.facts >= 30);
       await r.restartServer(how);
@@ -62,7 +63,7 @@ describe("faults: the TS client over connect, grpc and grpcweb through the fault
 
   it("consumers stop mid-commit and resume from their persisted cursor text, under proxy faults", async (t) => {
     const r = await Run.start(t);
-    r.consume(perProtocol, 7);
+    r.consume(perTransport, 7);
     r.publish(3);
     await r.proxy.faults(faultsMs);
     const { summary, stats } = await r.finish();
