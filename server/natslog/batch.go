@@ -75,6 +75,7 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 		}
 		last, err := l.publishBatch(ctx, at, commits, pending)
 		if err == nil {
+			l.saw(last)
 			for k, i := range pending {
 				rs[i] = hub.Receipt{Seq: last - uint64(len(pending)-1-k), Time: at}
 			}

@@ -2,6 +2,7 @@ package natslog
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/ringcast/ringcast/server/hub"
@@ -17,8 +18,9 @@ const maxBlocks = 64
 // seqs [i*blockSize+1, (i+1)*blockSize] — so that many cursors catching up
 // through the same part of the stream at once (a reconnect storm after an
 // outage) read it from JetStream once and share its events, which are
-// immutable. Blocks are only cached once complete and contiguous; the
-// oldest cached block is dropped first.
+// immutable. Blocks are only kept once complete and contiguous; the oldest
+// kept block is dropped first. order holds exactly the indexes of byIdx,
+// oldest first.
 type blocks struct {
 	mu    sync.Mutex
 	byIdx map[uint64]*block
@@ -31,9 +33,11 @@ type block struct {
 	ok    bool // complete and contiguous: may be served and kept
 }
 
-// get returns the commits of block idx, reading them with fill on first use;
-// ok is false when the block could not be read whole (the caller reads
-// without the cache).
+// get returns the commits of block idx, reading them with fill on first use.
+// ok is false when the block could not be read whole: evs are then what
+// fill read (what the stream holds from the block's start, in seq order,
+// or nothing), not kept, and the caller may serve from them or read again.
+// Callers waiting for the same fill share its result either way.
 func (c *blocks) get(ctx context.Context, idx uint64, fill func(ctx context.Context, from uint64) []*hub.Event) ([]*hub.Event, bool) {
 	c.mu.Lock()
 	if c.byIdx == nil {
@@ -60,6 +64,7 @@ func (c *blocks) get(ctx context.Context, idx uint64, fill func(ctx context.Cont
 			c.mu.Lock()
 			if c.byIdx[idx] == b {
 				delete(c.byIdx, idx)
+				c.order = slices.DeleteFunc(c.order, func(i uint64) bool { return i == idx })
 			}
 			c.mu.Unlock()
 		}

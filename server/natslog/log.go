@@ -7,6 +7,7 @@
 package natslog
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -14,8 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -89,8 +92,25 @@ type Log struct {
 	reads  chan struct{}
 	blocks blocks
 
+	// head is the highest seq this Log has appended or followed: blocks up
+	// to it are whole in the stream and may be cached.
+	head atomic.Uint64
+	// directGets and directMsgs count direct get requests and the messages
+	// they returned (tests count reads with them).
+	directGets, directMsgs atomic.Uint64
+
 	mu     sync.Mutex
 	atomic bool // the stream allows atomic batch publish (see AppendBatch)
+}
+
+// saw records that the stream holds seq.
+func (l *Log) saw(seq uint64) {
+	for {
+		h := l.head.Load()
+		if seq <= h || l.head.CompareAndSwap(h, seq) {
+			return
+		}
+	}
 }
 
 var _ hub.Log = (*Log)(nil)
@@ -213,6 +233,7 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	// keeps it with the key for the duplicate window; a key whose original
 	// is still being stored is an error, retried by the client).
 	r := hub.Receipt{Seq: ack.Sequence, Time: at, Duplicate: ack.Duplicate}
+	l.saw(ack.Sequence)
 	if ack.Duplicate {
 		// The original's time, as its receipt said.
 		msg, err := l.stream.GetMsg(ctx, ack.Sequence)
@@ -283,16 +304,28 @@ func (l *Log) Read(ctx context.Context, dst []*hub.Event, from uint64, max int) 
 	from = max64(from, 1)
 	n := len(dst)
 	idx := (from - 1) / blockSize
-	if evs, ok := l.blocks.get(ctx, idx, func(ctx context.Context, from uint64) []*hub.Event {
-		evs, err := l.directRead(ctx, nil, from, blockSize)
-		if err != nil {
-			return nil
+	if (idx+1)*blockSize <= l.head.Load() {
+		// The block is whole in the stream: read it once for every cursor.
+		evs, ok := l.blocks.get(ctx, idx, func(ctx context.Context, from uint64) []*hub.Event {
+			evs, err := l.directRead(ctx, nil, from, blockSize)
+			if err != nil {
+				return nil
+			}
+			return evs
+		})
+		if ok {
+			evs = evs[from-(idx*blockSize+1):]
+			return append(dst, evs[:min(len(evs), max)]...), nil
 		}
-		return evs
-	}); ok {
-		evs = evs[from-(idx*blockSize+1):]
-		return append(dst, evs[:min(len(evs), max)]...), nil
+		// Not cacheable (deleted messages, say), but what the stream holds
+		// from the block's start on: it answers a from it holds.
+		if i, found := slices.BinarySearchFunc(evs, from, func(ev *hub.Event, seq uint64) int { return cmp.Compare(ev.Seq, seq) }); found {
+			evs = evs[i:]
+			return append(dst, evs[:min(len(evs), max)]...), nil
+		}
 	}
+	// The stream's newest, partial block is not cached: read just what was
+	// asked for.
 	dst, err := l.directRead(ctx, dst, from, max)
 	if err == nil && len(dst) > n && dst[n].Seq == from {
 		return dst, nil
@@ -331,6 +364,7 @@ func (l *Log) directGet(ctx context.Context, from uint64, max int, each func(seq
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	l.directGets.Add(1)
 	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.opts.Stream, inbox, req); err != nil {
 		return err
 	}
@@ -349,6 +383,7 @@ func (l *Log) directGet(ctx context.Context, from uint64, max int, each func(seq
 		if err != nil {
 			return fmt.Errorf("direct get: bad Nats-Sequence: %w", err)
 		}
+		l.directMsgs.Add(1)
 		if err := each(seq, msg.Header, msg.Data); err != nil {
 			return err
 		}
@@ -425,6 +460,7 @@ func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 		return 0, 0, fmt.Errorf("JetStream stream %q was recreated: restart to take its new epoch", l.opts.Stream)
 	}
 	s := info.State
+	l.saw(s.LastSeq)
 	if s.Msgs == 0 {
 		return s.LastSeq + 1, s.LastSeq, nil
 	}
@@ -465,6 +501,7 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 		if err != nil {
 			return err
 		}
+		l.saw(ev.Seq)
 		apply(ev)
 	}
 }
