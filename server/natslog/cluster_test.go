@@ -224,7 +224,22 @@ func testReplicaKill(t *testing.T, victim string) {
 			}
 		})
 	}
-	<-phase[0]
+	published := make(chan struct{})
+	go func() { wg.Wait(); close(published) }()
+	// reached waits for a phase; publishers that gave up never reach it.
+	reached := func(p chan struct{}) bool {
+		select {
+		case <-p:
+			return true
+		case <-published:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	if !reached(phase[0]) {
+		wg.Wait()
+		t.Fatal("the publishers stopped before a third of the commits")
+	}
 	info := streamInfo(t, ctx, la)
 	name := info.Cluster.Leader
 	if victim == "follower" {
@@ -232,10 +247,7 @@ func testReplicaKill(t *testing.T, victim string) {
 	}
 	down := c.stop(name)
 	t.Logf("shut down the stream's %s %s with publishes in flight", victim, name)
-	select {
-	case <-phase[1]:
-	case <-ctx.Done():
-	}
+	reached(phase[1])
 	c.start(down)
 	t.Logf("started %s again", name)
 	wg.Wait()
