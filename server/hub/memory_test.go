@@ -90,3 +90,76 @@ func TestHeapStaysWithinTheByteBudgets(t *testing.T) {
 	}
 	runtime.KeepAlive(h)
 }
+
+// pausingSink encodes every response as the JSON faces do and, after its
+// first `after` responses, reports on reached and waits for release: a
+// subscriber that stopped reading in the middle of its snapshot.
+type pausingSink struct {
+	after   int
+	n       int
+	reached chan<- struct{}
+	release <-chan struct{}
+}
+
+func (s *pausingSink) Send(r *ringcastv1.SubscribeEventsResponse) error {
+	if _, err := protojson.Marshal(r); err != nil {
+		return err
+	}
+	if s.n++; s.n == s.after {
+		s.reached <- struct{}{}
+		<-s.release
+	}
+	return nil
+}
+
+// TestConcurrentLatestPerKeySnapshotsShareTheTable: eight LATEST_PER_KEY
+// snapshots of a table holding about --max-state-bytes, all paused half-way
+// (their clients stopped reading), add less than one table's worth of heap
+// between them. A snapshot streams from the table's shared facts, one
+// commit at a time; it never holds an encoded or copied snapshot per stream
+// (which would cost eight tables here).
+func TestConcurrentLatestPerKeySnapshotsShareTheTable(t *testing.T) {
+	const stateBytes, streams = 8 << 20, 8
+	h, err := hub.New(hub.Config{Window: 64, StateKeys: 1 << 20, MaxStateBytes: stateBytes, Lease: -1, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	pad := strings.Repeat("x", 15<<10)
+	keys := 0
+	for c := 0; h.StateBytes() < stateBytes*9/10; c++ {
+		facts := make([]*ringcastv1.Fact, 8)
+		for i := range facts {
+			d, _ := structpb.NewStruct(map[string]any{"pad": pad})
+			facts[i] = &ringcastv1.Fact{Topic: "gauges", Type: "t", Key: fmt.Sprintf("k-%d-%d", c, i), Payload: &ringcastv1.Fact_Data{Data: d}}
+		}
+		if _, err := h.Publish(facts, ""); err != nil {
+			t.Fatal(err)
+		}
+		keys += len(facts)
+	}
+	base := heapInUse()
+
+	reached, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, streams)
+	for range streams {
+		sink := &pausingSink{after: keys / 8 / 2, reached: reached, release: release}
+		go func() {
+			done <- h.Subscribe(context.Background(), hub.Request{EndAtHead: true, Snapshot: ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY}, sink)
+		}()
+	}
+	for range streams {
+		<-reached
+	}
+	used := heapInUse() - min(base, heapInUse())
+	close(release)
+	for range streams {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d keys, table %d MiB; %d snapshots paused half-way hold %d KiB", keys, h.StateBytes()>>20, streams, used>>10)
+	if used > stateBytes {
+		t.Fatalf("%d paused snapshots hold %d bytes, more than one table (%d)", streams, used, stateBytes)
+	}
+}
