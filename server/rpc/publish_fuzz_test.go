@@ -34,23 +34,8 @@ import (
 //
 //	go test ./server/rpc -run '^$' -fuzz FuzzPublishDeliverable -fuzztime 5m
 func FuzzPublishDeliverable(f *testing.F) {
-	f.Add([]byte(`{"facts":[{"topic":"a/b","type":"t","key":"k","data":{"n":1,"s":"x","l":[1,{"b":true}],"z":null}}]}`), false)
-	f.Add([]byte(`{"facts":[{"topic":"a/b","type":"t","data":`+nested(32)+`}]}`), false)
-	f.Add([]byte(`{"facts":[{"topic":"a/b","type":"t","data":`+nested(33)+`}]}`), false)
-	f.Add([]byte(`{"facts":[{"topic":"a/b","type":"t","data":`+nested(3500)+`}]}`), false)
-	f.Add([]byte(`{"facts":[{"topic":"a/b","type":"t","data":{"s":"\u2028\u0000\ud83d\ude00","e":1e308,"m":-0}}]}`), false)
-	f.Add([]byte(`{"facts":[{"topic":"a/b","type":"t","binaryData":"AAEC","contentType":"application/cbor"}]}`), false)
-	f.Add([]byte(`{"facts":[{"topic":"a/b","type":"t","data":{"big":"`+strings.Repeat("x", 70000)+`"}}]}`), false)
-	for _, js := range []string{
-		`{"facts":[{"topic":"a/b","type":"t","key":"k","data":{"n":1,"l":[[]],"o":{}}},{"topic":"c","type":"u","binaryData":"/w=="}],"idempotencyKey":"i"}`,
-		`{"facts":[{"topic":"a/b","type":"t","data":` + nested(40) + `}]}`,
-	} {
-		var m ringcastv1.PublishRequest
-		if err := protojson.Unmarshal([]byte(js), &m); err != nil {
-			f.Fatal(err)
-		}
-		b, _ := proto.Marshal(&m)
-		f.Add(b, true)
+	for _, seed := range publishSeeds(f) {
+		f.Add(seed.body, seed.binary)
 	}
 
 	// One server per store, each with a commit before any the fuzzer
@@ -77,6 +62,38 @@ func FuzzPublishDeliverable(f *testing.F) {
 			publishAndRead(t, hc, tg.store, tg.srv, tg.jsonRPC, body, binary)
 		}
 	})
+}
+
+// publishSeed is a Publish request body, Connect JSON or binary protobuf.
+type publishSeed struct {
+	body   []byte
+	binary bool
+}
+
+// publishSeeds is FuzzPublishDeliverable's seed corpus (also run through
+// the TypeScript client's codecs by TestPublishDecodesWithTSClient).
+func publishSeeds(tb testing.TB) []publishSeed {
+	seeds := []publishSeed{
+		{[]byte(`{"facts":[{"topic":"a/b","type":"t","key":"k","data":{"n":1,"s":"x","l":[1,{"b":true}],"z":null}}]}`), false},
+		{[]byte(`{"facts":[{"topic":"a/b","type":"t","data":` + nested(32) + `}]}`), false},
+		{[]byte(`{"facts":[{"topic":"a/b","type":"t","data":` + nested(33) + `}]}`), false},
+		{[]byte(`{"facts":[{"topic":"a/b","type":"t","data":` + nested(3500) + `}]}`), false},
+		{[]byte(`{"facts":[{"topic":"a/b","type":"t","data":{"s":"\u2028\u0000\ud83d\ude00","e":1e308,"m":-0}}]}`), false},
+		{[]byte(`{"facts":[{"topic":"a/b","type":"t","binaryData":"AAEC","contentType":"application/cbor"}]}`), false},
+		{[]byte(`{"facts":[{"topic":"a/b","type":"t","data":{"big":"` + strings.Repeat("x", 70000) + `"}}]}`), false},
+	}
+	for _, js := range []string{
+		`{"facts":[{"topic":"a/b","type":"t","key":"k","data":{"n":1,"l":[[]],"o":{}}},{"topic":"c","type":"u","binaryData":"/w=="}],"idempotencyKey":"i"}`,
+		`{"facts":[{"topic":"a/b","type":"t","data":` + nested(40) + `}]}`,
+	} {
+		var m ringcastv1.PublishRequest
+		if err := protojson.Unmarshal([]byte(js), &m); err != nil {
+			tb.Fatal(err)
+		}
+		b, _ := proto.Marshal(&m)
+		seeds = append(seeds, publishSeed{b, true})
+	}
+	return seeds
 }
 
 // publishAndRead publishes body to srv and, when it is accepted, reads the
@@ -169,6 +186,22 @@ func readCommitRPC(t *testing.T, c ringcastv1connect.EventServiceClient, cur rin
 // as a browser would: JSON.parse, then the proto JSON mapping.
 func readSSECommit(t *testing.T, hc *http.Client, base string, cur ringcast.Cursor) []*ringcastv1.Fact {
 	t.Helper()
+	data := sseCommitData(t, hc, base, cur)
+	var generic map[string]any
+	if err := json.Unmarshal([]byte(data), &generic); err != nil {
+		t.Fatalf("sse data is not JSON: %v", err)
+	}
+	var m ringcastv1.SubscribeEventsResponse
+	if err := protojson.Unmarshal([]byte(data), &m); err != nil {
+		t.Fatalf("sse commit: %v", err)
+	}
+	return m.GetCommit().GetFacts()
+}
+
+// sseCommitData reads commit cur.Seq+1 from /events and returns its data
+// line as sent.
+func sseCommitData(t *testing.T, hc *http.Client, base string, cur ringcast.Cursor) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events", nil)
@@ -188,22 +221,12 @@ func readSSECommit(t *testing.T, hc *http.Client, base string, cur ringcast.Curs
 			found = true
 			continue
 		}
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !found || !ok {
-			continue
+		if data, ok := strings.CutPrefix(line, "data: "); found && ok {
+			return data
 		}
-		var generic map[string]any
-		if err := json.Unmarshal([]byte(data), &generic); err != nil {
-			t.Fatalf("sse data is not JSON: %v", err)
-		}
-		var m ringcastv1.SubscribeEventsResponse
-		if err := protojson.Unmarshal([]byte(data), &m); err != nil {
-			t.Fatalf("sse commit: %v", err)
-		}
-		return m.GetCommit().GetFacts()
 	}
 	t.Fatalf("sse: commit %d not received: %v", cur.Seq+1, sc.Err())
-	return nil
+	return ""
 }
 
 func sameFacts(t *testing.T, face string, got, want []*ringcastv1.Fact) {
