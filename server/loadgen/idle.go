@@ -79,8 +79,6 @@ func runIdle(ctx context.Context, cfg Config, stderr io.Writer) (*IdleResult, er
 	if err != nil {
 		return nil, err
 	}
-	stopSubs()
-	subWG.Wait()
 	n := float64(cfg.Idle)
 	res := &IdleResult{
 		Mode: "idle", Server: cfg.Server, Protocol: string(cfg.Protocol), Idle: cfg.Idle, Connections: cfg.Connections,
@@ -93,5 +91,9 @@ func runIdle(ctx context.Context, cfg Config, stderr io.Writer) (*IdleResult, er
 	}
 	fmt.Fprintf(stderr, "load: per idle stream: RSS %.0f B, heap in use %.0f B, stacks %.0f B\n",
 		res.RSSPerStream, res.HeapPerStream, res.StackPerStream)
+	if cfg.Hold > 0 {
+		fmt.Fprintf(stderr, "load: holding the %d streams open for %v\n", cfg.Idle, cfg.Hold)
+		sleepCtx(ctx, cfg.Hold) // SIGINT ends the hold early; the figures stand
+	}
 	return res, nil
 }

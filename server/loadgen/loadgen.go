@@ -30,6 +30,7 @@ type Config struct {
 	Subscribers int               // fan-out: subscribing streams
 	Connections int               // grpc: h2c connections the streams share (0: one per 100 streams)
 	Idle        int               // idle mode: streams to open (0: fan-out mode)
+	Hold        time.Duration     // idle mode: keep the streams open this long after measuring
 	Publishers  int               // concurrent publishers
 	Rate        float64           // commits/s over all publishers (0: as fast as they can)
 	Duration    time.Duration     // the measured window
@@ -51,6 +52,10 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Idle < 0:
 		return errors.New("--idle must not be negative")
+	case c.Hold < 0:
+		return errors.New("--hold must not be negative")
+	case c.Hold > 0 && c.Idle == 0:
+		return errors.New("--hold applies to idle mode (--idle)")
 	case c.Idle > 0:
 		streams = c.Idle
 	case c.Subscribers < 1:

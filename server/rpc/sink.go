@@ -28,6 +28,8 @@ type streamSink struct {
 	// started: connect has sent a message, so the response headers are
 	// written and raw envelopes may follow.
 	started bool
+	// flushed: the first Flush, which writes the response headers, is done.
+	flushed bool
 	buf     *[]byte // envelopes waiting for Flush; from bufPool, nil between batches
 }
 
@@ -105,7 +107,13 @@ func (s *streamSink) send(msg any) error {
 	if err := s.writeBuffered(); err != nil {
 		return err
 	}
-	s.started = true
+	if !s.started {
+		// The first message writes the response headers (HTTP/1.1 clones
+		// and writes them on the calling stack): off the stream's stack,
+		// as in Flush.
+		s.started = true
+		return offStack(func() error { return s.conn.Send(msg) })
+	}
 	return s.conn.Send(msg)
 }
 
@@ -114,6 +122,17 @@ func (s *streamSink) send(msg any) error {
 func (s *streamSink) Flush() error {
 	if s.batch == nil {
 		return nil
+	}
+	if !s.flushed {
+		// The first flush may write the response headers, on net/http's
+		// deepest write path: keep it off the stream's stack (offstack.go).
+		s.flushed = true
+		return offStack(func() error {
+			if err := s.writeBuffered(); err != nil {
+				return err
+			}
+			return s.batch.flushNow()
+		})
 	}
 	if err := s.writeBuffered(); err != nil {
 		return err

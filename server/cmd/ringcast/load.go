@@ -28,7 +28,8 @@ lagging: at --rate 0 the figure is the fan-out the subscribers sustain.
 
 Idle (--idle N): opens N streams and publishes nothing; once all have caught
 up and the server's ringcast_subscribers gauge counts them, reports the
-server's RSS, heap and stack growth per stream.
+server's RSS, heap and stack growth per stream; --hold keeps them open
+afterwards, so the server can be profiled with them.
 
 The load tool shares the machine with the server: on few cores, peak
 figures are bounded by the tool as much as by the server. Only loopback
@@ -44,6 +45,7 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.Subscribers, "subscribers", 100, "fan-out mode: number of subscribing streams")
 	fs.IntVar(&cfg.Connections, "connections", 0, "grpc only: h2c connections the streams are spread over, each with its own HTTP client (0: one per 100 streams); connect and grpcweb use HTTP/1.1, one connection per stream")
 	fs.IntVar(&cfg.Idle, "idle", 0, "idle mode: open this many streams, publish nothing, report the server's memory per stream (0: fan-out mode)")
+	fs.DurationVar(&cfg.Hold, "hold", 0, "idle mode: keep the streams open this long after measuring, e.g. to take the server's heap and goroutine profiles (--pprof-addr)")
 	fs.IntVar(&cfg.Publishers, "publishers", 4, "concurrent publishers (each waits for its receipt, so a paced rate needs enough of them to cover the round trip)")
 	fs.Float64Var(&cfg.Rate, "rate", 1000, "commits per second over all publishers (0: as fast as they can)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of the measured window")

@@ -73,7 +73,7 @@ func TestLoadFanout(t *testing.T) {
 func TestLoadIdle(t *testing.T) {
 	t.Parallel()
 	s := ringtest.Start(t, ringtest.Config())
-	code, out, errOut := runLoad(t, "--server", s.URL, "--protocol", "grpc", "--idle", "5")
+	code, out, errOut := runLoad(t, "--server", s.URL, "--protocol", "grpc", "--idle", "5", "--hold", "10ms")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -83,6 +83,9 @@ func TestLoadIdle(t *testing.T) {
 	}
 	if res.Mode != "idle" || res.Idle != 5 || res.Connections != 1 || res.Errors != 0 {
 		t.Errorf("result: %+v", res)
+	}
+	if !strings.Contains(errOut, "holding the 5 streams open") {
+		t.Errorf("--hold did not hold the streams: stderr %q", errOut)
 	}
 	if res.Before == nil || res.After == nil || res.After.Subscribers < res.Before.Subscribers+5 {
 		t.Errorf("the server's subscriber count did not grow by 5: before %+v, after %+v", res.Before, res.After)
@@ -101,6 +104,8 @@ func TestLoadBadInput(t *testing.T) {
 		{[]string{"--duration", "0s"}, "--duration"},
 		{[]string{"--publishers", "0"}, "--publishers"},
 		{[]string{"--idle", "-3"}, "--idle"},
+		{[]string{"--idle", "3", "--hold", "-1s"}, "--hold must not be negative"},
+		{[]string{"--hold", "1s"}, "--hold applies to idle mode"},
 		{[]string{"--protocol", "carrier-pigeon"}, "unknown protocol"},
 		{[]string{"--connections", "3", "--subscribers", "10"}, "applies to grpc"},
 		{[]string{"--protocol", "grpc", "--connections", "11", "--subscribers", "10"}, "must not exceed"},
