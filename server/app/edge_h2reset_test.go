@@ -190,3 +190,17 @@ func TestCancellingStreamsIsNotRapidReset(t *testing.T) {
 		t.Fatalf("a client cancelling streams was cut:\n%s", grepLines(m, "ringcast_limit_rejections_total"))
 	}
 }
+
+// TestMaxH2ResetsIsValidated: a bound beyond any meaning is refused at
+// start, by name; negative (no bound) is valid.
+func TestMaxH2ResetsIsValidated(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Edge.MaxH2Resets = 1<<20 + 1
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "max-h2-resets") {
+		t.Fatalf("max-h2-resets %d: %v, want an error naming it", cfg.Edge.MaxH2Resets, err)
+	}
+	cfg.Edge.MaxH2Resets = -1
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("max-h2-resets -1: %v", err)
+	}
+}
