@@ -30,12 +30,22 @@ import (
 	"github.com/ringcast/ringcast/server/hub"
 )
 
+// The defaults of Options' zero fields. natslog owns them; the serve
+// flags show them.
+const (
+	DefaultStream     = "ringcast"
+	DefaultReplicas   = 1
+	DefaultDuplicates = 10 * time.Minute
+	DefaultTimeout    = 5 * time.Second
+)
+
 // Options configure a Log. Zero fields take the defaults documented on
 // them. The stream limits apply only when Open creates the stream.
 type Options struct {
-	// Stream is the stream's name. Default "ringcast".
+	// Stream is the stream's name. Default DefaultStream.
 	Stream string
-	// Replicas is the stream's replication factor, 1 or 3. Default 1.
+	// Replicas is the stream's replication factor, 1 or 3. Default
+	// DefaultReplicas.
 	Replicas int
 	// MaxBytes, MaxAge and MaxMsgs limit the stream (0: unlimited); the
 	// oldest commits are discarded first.
@@ -43,10 +53,10 @@ type Options struct {
 	MaxAge   time.Duration
 	MaxMsgs  int64
 	// Duplicates is the stream's duplicate window for idempotency keys.
-	// Default 10m.
+	// Default DefaultDuplicates.
 	Duplicates time.Duration
 	// Timeout bounds each request to JetStream (append, read, range).
-	// Default 5s.
+	// Default DefaultTimeout.
 	Timeout time.Duration
 	// Logger receives lifecycle logs. Default: discard.
 	Logger *slog.Logger
@@ -54,16 +64,16 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Stream == "" {
-		o.Stream = "ringcast"
+		o.Stream = DefaultStream
 	}
 	if o.Replicas == 0 {
-		o.Replicas = 1
+		o.Replicas = DefaultReplicas
 	}
 	if o.Duplicates == 0 {
-		o.Duplicates = 10 * time.Minute
+		o.Duplicates = DefaultDuplicates
 	}
 	if o.Timeout == 0 {
-		o.Timeout = 5 * time.Second
+		o.Timeout = DefaultTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

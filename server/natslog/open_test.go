@@ -55,3 +55,14 @@ func TestConnectWithCredentialsInTheURL(t *testing.T) {
 		t.Fatal("a missing credentials file is not an error")
 	}
 }
+
+// TestZeroOptionsTakeTheExportedDefaults: the stream Open creates with zero
+// Options has the defaults natslog exports (which the serve flags show).
+func TestZeroOptionsTakeTheExportedDefaults(t *testing.T) {
+	_, nc := embedded(t, t.TempDir())
+	c := openLog(t, nc, natslog.Options{}).Config()
+	if c.Name != natslog.DefaultStream || c.Replicas != natslog.DefaultReplicas || c.Duplicates != natslog.DefaultDuplicates ||
+		!c.AllowAtomicPublish || c.Subjects[0] != natslog.Subject(natslog.DefaultStream) {
+		t.Fatalf("stream config %+v, want the exported defaults", c)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringcast/ringcast/server/app"
+	"github.com/ringcast/ringcast/server/natslog"
 )
 
 func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
@@ -56,8 +57,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Store.DataDir, "data-dir", "", "directory of the embedded store's JetStream files (--store embedded)")
 	fs.Var((*stringList)(&cfg.Store.NATSURLs), "nats-url", "NATS URL for --store jetstream (repeatable or a comma list; nats://user:pass@host:4222 for credentials in the URL)")
 	fs.StringVar(&cfg.Store.NATSCreds, "nats-creds", "", "NATS credentials file (--store jetstream)")
-	fs.StringVar(&cfg.Store.NATSStream, "nats-stream", "ringcast", "JetStream stream name; created if absent with the limits below, used as is if present")
-	fs.IntVar(&cfg.Store.NATSReplicas, "nats-replicas", 1, "replicas of a stream ringcast creates: 1 or 3")
+	fs.StringVar(&cfg.Store.NATSStream, "nats-stream", natslog.DefaultStream, "JetStream stream name; created if absent with the limits below, used as is if present")
+	fs.IntVar(&cfg.Store.NATSReplicas, "nats-replicas", natslog.DefaultReplicas, "replicas of a stream ringcast creates: 1 or 3")
 	fs.Int64Var(&cfg.Store.NATSMaxBytes, "nats-max-bytes", 0, "size limit of a stream ringcast creates, in bytes (0: none); the oldest commits go first")
 	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", 0, "age limit of a stream ringcast creates (0: none)")
 	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", 0, "commit count limit of a stream ringcast creates (0: none)")
