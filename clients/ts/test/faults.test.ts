@@ -73,24 +73,27 @@ describe("faults: the TS client over connect, grpc and grpcweb (node and web tra
 });
 
 describe("faults: GET /events through the fault proxy, read by eventsource", () => {
-  it("SSE: resumes by Last-Event-ID through cuts and faults; a gap (EPOCH_MISMATCH) after kill -9 and restart", async (t) => {
-    // Fewer faults: each one costs EventSource its retry delay (1–2 s).
-    const r = await Run.start(t, [], ["--every", "500ms"]);
-    r.consumeSSE(3);
-    r.publish(5);
-    await r.everyConsumer("given a commit", (c) => c.at !== undefined);
-    // A cut: every EventSource reconnects with its Last-Event-ID and resumes.
-    assert.ok((await r.proxy.cut()) >= r.consumers.length, "the cut reached every stream");
-    await r.everyConsumer("reconnected after the cut", (c) => c.connects >= 2);
-    await r.proxy.faults(faultsMs);
-    await r.restartServer("kill");
-    const before = new Map(r.consumers.map((c) => [c, c.facts]));
-    await r.everyConsumer("given facts of the new epoch", (c) => c.at?.epoch === r.srv.epoch && c.facts >= before.get(c)! + 30);
-    const { summary, stats } = await r.finish();
-    for (const c of r.consumers) {
-      assert.equal(c.resyncs, 1, `${c.name}: one gap, for the restart`);
-      assert.equal(c.at?.epoch, r.srv.epoch, `${c.name}: not in the new epoch`);
-    }
-    t.diagnostic(`seed ${r.seed}: ${JSON.stringify(stats)}; ${summary}`);
-  });
+  for (const how of ["kill", "drain"] as const) {
+    const restart = how === "kill" ? "kill -9" : "a SIGTERM drain";
+    it(`SSE: resumes by Last-Event-ID through cuts and faults; a gap (EPOCH_MISMATCH) after ${restart} and restart`, async (t) => {
+      // Fewer faults: each one costs EventSource its retry delay (1–2 s).
+      const r = await Run.start(t, [], ["--every", "500ms"]);
+      r.consumeSSE(3);
+      r.publish(5);
+      await r.everyConsumer("given a commit", (c) => c.at !== undefined);
+      // A cut: every EventSource reconnects with its Last-Event-ID and resumes.
+      assert.ok((await r.proxy.cut()) >= r.consumers.length, "the cut reached every stream");
+      await r.everyConsumer("reconnected after the cut", (c) => c.connects >= 2);
+      await r.proxy.faults(faultsMs);
+      await r.restartServer(how);
+      const before = new Map(r.consumers.map((c) => [c, c.facts]));
+      await r.everyConsumer("given facts of the new epoch", (c) => c.at?.epoch === r.srv.epoch && c.facts >= before.get(c)! + 30);
+      const { summary, stats } = await r.finish();
+      for (const c of r.consumers) {
+        assert.equal(c.resyncs, 1, `${c.name}: one gap, for the restart`);
+        assert.equal(c.at?.epoch, r.srv.epoch, `${c.name}: not in the new epoch`);
+      }
+      t.diagnostic(`seed ${r.seed}: ${JSON.stringify(stats)}; ${summary}`);
+    });
+  }
 });

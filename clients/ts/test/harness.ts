@@ -43,21 +43,23 @@ export function serverBinary(): string {
 }
 
 /**
- * ringtestTool builds a Go test tool (server/ringtest/faultproxy/cmd/faultproxy,
- * server/ringtest/history/cmd/historycheck) once per test run, next to the
- * server binary, and returns its path.
+ * ringtestTool returns the path of a Go test tool, building both
+ * (server/ringtest/faultproxy/cmd/faultproxy and
+ * server/ringtest/history/cmd/historycheck, with one `go build`) once per
+ * test run, next to the server binary.
  */
 export function ringtestTool(name: "faultproxy" | "historycheck"): string {
-  const pkg = name === "faultproxy" ? "./server/ringtest/faultproxy/cmd/faultproxy" : "./server/ringtest/history/cmd/historycheck";
   const dir = join(tmpdir(), `ringcast-ts-test-${process.ppid}`);
-  const bin = join(dir, name);
-  if (!existsSync(bin)) {
-    mkdirSync(dir, { recursive: true });
-    const tmp = `${bin}.${process.pid}.tmp`;
-    execFileSync("go", ["build", "-o", tmp, pkg], { cwd: repoRoot, stdio: ["ignore", "inherit", "inherit"] });
-    renameSync(tmp, bin);
+  if (!existsSync(join(dir, "historycheck"))) {
+    const tmp = join(dir, `tools.${process.pid}.tmp`);
+    mkdirSync(tmp, { recursive: true });
+    const pkgs = ["./server/ringtest/faultproxy/cmd/faultproxy", "./server/ringtest/history/cmd/historycheck"];
+    execFileSync("go", ["build", "-o", tmp + "/", ...pkgs], { cwd: repoRoot, stdio: ["ignore", "inherit", "inherit"] });
+    // historycheck last: its presence means both are in place.
+    for (const tool of ["faultproxy", "historycheck"]) renameSync(join(tmp, tool), join(dir, tool));
+    rmSync(tmp, { recursive: true, force: true });
   }
-  return bin;
+  return join(dir, name);
 }
 
 /** removeStaleBuilds deletes the binaries of earlier runs whose runner has exited. */
