@@ -330,6 +330,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var err error
 	select {
 	case err = <-serveErr:
+	case err = <-s.Hub.Failed(): // the log was replaced: drain, then exit with it
 	case <-ctx.Done():
 	}
 	s.health.drain()

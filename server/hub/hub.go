@@ -233,6 +233,8 @@ type Hub struct {
 	subscribers atomic.Int64
 	writing     atomic.Int64       // streams inside a batch write (the notifier's overload signal)
 	stopFollow  context.CancelFunc // nil: memory store
+	failed      chan error         // see Failed
+	failOnce    sync.Once
 	// dedupeRefused counts publishes refused with ErrDedupeFull.
 	dedupeRefused atomic.Uint64
 }
@@ -257,6 +259,7 @@ func New(cfg Config) (*Hub, error) {
 		wake:   make(chan struct{}),
 		kick:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
+		failed: make(chan error, 1),
 	}
 	if h.log != nil {
 		return h, h.startLog()

@@ -38,12 +38,22 @@ type Log interface {
 	// below the log's first seq.
 	Read(ctx context.Context, dst []*Event, from uint64, max int) ([]*Event, error)
 	// Range is the log's first and last seq now (first = last+1 when it
-	// holds nothing).
+	// holds nothing). It fails with ErrLogReplaced when the log was
+	// replaced.
 	Range(ctx context.Context) (first, last uint64, err error)
 	// Follow calls apply with every commit with seq >= from, in seq order,
 	// until ctx ends or the log fails. apply is called on one goroutine.
+	// It fails with ErrLogReplaced, before applying any of its commits,
+	// when the log was replaced.
 	Follow(ctx context.Context, from uint64, apply func(*Event)) error
 }
+
+// ErrLogReplaced is wrapped by the error of a Log's Range or Follow when the
+// storage it was opened on was replaced by another under the same name (a
+// JetStream stream deleted and created again): its seqs no longer belong to
+// Epoch. The hub then drains, follows the Log no more and reports the error
+// on Failed; the process must restart to take the new epoch.
+var ErrLogReplaced = errors.New("hub: the log was replaced (deleted and created again)")
 
 // ErrTooOld is returned by Log.Read for a position below the log's first seq.
 var ErrTooOld = errors.New("hub: position below the log's first seq")

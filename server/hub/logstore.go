@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,6 +58,10 @@ func (h *Hub) follow(ctx context.Context, from uint64) {
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, ErrLogReplaced) {
+			h.fail(err)
+			return
+		}
 		if time.Since(began) > 10*time.Second {
 			retry = minRetry // it had been following well: start over
 		}
@@ -74,7 +79,8 @@ func (h *Hub) follow(ctx context.Context, from uint64) {
 }
 
 // refreshRange keeps the servable range that heartbeats and ServerStatus
-// report current as the Log's limits discard old commits.
+// report current as the Log's limits discard old commits, every second,
+// and so notices within about a second that the Log was replaced.
 func (h *Hub) refreshRange(ctx context.Context) {
 	defer h.notifierWG.Done()
 	t := time.NewTicker(time.Second)
@@ -86,9 +92,32 @@ func (h *Hub) refreshRange(ctx context.Context) {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		h.updateRange(rctx)
+		_, _, err := h.logRange(rctx)
 		cancel()
+		if errors.Is(err, ErrLogReplaced) {
+			h.fail(err)
+			return
+		}
 	}
+}
+
+// Failed reports, once, an error wrapping ErrLogReplaced: the hub's Log was
+// replaced under it. The hub has then drained (its streams end with
+// ServerStatus(DRAINING), publishes are refused) and follows the Log no
+// more, so that nothing of the new log is served under the old epoch; the
+// process should exit (non-zero) and be restarted, taking the new epoch.
+// In memory it never reports.
+func (h *Hub) Failed() <-chan error { return h.failed }
+
+// fail drains the hub after its Log was replaced and reports it on Failed.
+func (h *Hub) fail(err error) {
+	h.failOnce.Do(func() {
+		h.cfg.Logger.Error("the log was deleted and created again: this replica drains and stops; restart it to take the log's new epoch",
+			"epoch", FormatEpoch(h.epoch), "err", err)
+		h.Drain()
+		h.stopFollow()
+		h.failed <- err
+	})
 }
 
 // ingest puts a commit read from the Log into the ring and the state table.
@@ -165,16 +194,6 @@ func (h *Hub) logRange(ctx context.Context) (first, last uint64, err error) {
 	h.logFirst = first
 	h.mu.Unlock()
 	return first, last, nil
-}
-
-// updateRange updates the servable range reported by Bounds and
-// ServerStatus from the Log (a no-op in memory); refreshRange calls it
-// every second. A failing Log leaves the last known range.
-func (h *Hub) updateRange(ctx context.Context) {
-	if h.log == nil {
-		return
-	}
-	_, _, _ = h.logRange(ctx)
 }
 
 // eventAt returns the commit at seq from the ring or, older, from the Log;

@@ -466,8 +466,8 @@ func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if !info.Created.Equal(l.created) {
-		return 0, 0, fmt.Errorf("JetStream stream %q was recreated: restart to take its new epoch", l.opts.Stream)
+	if err := l.same(info); err != nil {
+		return 0, 0, err
 	}
 	s := info.State
 	l.saw(s.LastSeq)
@@ -477,9 +477,37 @@ func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	return s.FirstSeq, s.LastSeq, nil
 }
 
+// same returns an error wrapping hub.ErrLogReplaced when info is another
+// stream than the one Open found: same name, another creation time.
+func (l *Log) same(info *jetstream.StreamInfo) error {
+	if info.Created.Equal(l.created) {
+		return nil
+	}
+	return fmt.Errorf("%w: JetStream stream %q was created again at %s; this replica opened the one created at %s (epoch %s)",
+		hub.ErrLogReplaced, l.opts.Stream, info.Created.UTC().Format(time.RFC3339Nano), l.created.UTC().Format(time.RFC3339Nano), hub.FormatEpoch(l.epoch))
+}
+
+// checkSame asks JetStream for the stream and returns what same says.
+func (l *Log) checkSame(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	return l.same(info)
+}
+
 // Follow implements hub.Log with an ordered consumer, which JetStream's
-// client recreates after connection losses at the position it reached.
+// client recreates after connection losses at the position it reached —
+// by the stream's name, so on a stream deleted and created again too.
+// Follow therefore checks the stream is the one Open found before it
+// starts and whenever messages come from another consumer than the last
+// (the first, or one recreated), before applying them.
 func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) error {
+	if err := l.checkSame(ctx); err != nil {
+		return err
+	}
 	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{l.subject},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
@@ -495,6 +523,7 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
+	consumer := "" // the consumer the last message came from
 	for {
 		msg, err := it.Next()
 		if err != nil {
@@ -506,6 +535,12 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 		md, err := msg.Metadata()
 		if err != nil {
 			return err
+		}
+		if md.Consumer != consumer {
+			if err := l.checkSame(ctx); err != nil {
+				return err
+			}
+			consumer = md.Consumer
 		}
 		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Headers(), msg.Data())
 		if err != nil {
