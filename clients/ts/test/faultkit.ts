@@ -78,12 +78,14 @@ export class FaultProxy {
         if (line.startsWith("ok ") || line.startsWith("error ")) this.#waiting.shift()?.(line);
         else this.#tail.push(line);
       }
+      for (const w of this.#waiting.splice(0)) w("error: the proxy exited");
     })();
   }
 
   /** start runs the proxy to target; its seed is RINGCAST_FAULT_SEED when set (the child inherits it). */
   static async start(target: string, flags: string[] = []): Promise<FaultProxy> {
     const child = spawn(ringtestTool("faultproxy"), ["--target", target, ...flags], { stdio: ["pipe", "pipe", "inherit"] });
+    child.stdin!.on("error", () => {}); // a proxy that exited: the pending command fails instead
     const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
     const first = await lines.next();
     const m = /^addr=(\S+) seed=(\d+)$/.exec(first.done ? "" : first.value);
@@ -99,6 +101,7 @@ export class FaultProxy {
   }
 
   #command(cmd: string): Promise<string> {
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return Promise.reject(new Error(`faultproxy ${cmd}: the proxy exited`));
     return new Promise((res, rej) => {
       this.#waiting.push((line) => (line.startsWith("ok ") ? res(line) : rej(new Error(`faultproxy ${cmd}: ${line}`))));
       this.#child.stdin!.write(`${cmd}\n`);
