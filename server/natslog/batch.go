@@ -21,6 +21,7 @@ const (
 	errAtomicDisabled  = 10174 // the stream does not allow atomic publish
 	errAtomicTooLarge  = 10199 // more messages than the server's batch limit
 	errAtomicDuplicate = 10201 // a Nats-Msg-Id of the batch is in the duplicate window
+	errStreamMismatch  = 10060 // Nats-Expected-Stream names another stream
 )
 
 // batchAttempts bounds how often AppendBatch looks up keys and publishes
@@ -37,9 +38,9 @@ const batchAttempts = 3
 // JetStream refuses a whole batch in which any Nats-Msg-Id is already in its
 // duplicate window, without saying which. So a key repeated inside the batch
 // is resolved here first (the earlier commit's receipt); and when JetStream
-// refuses the batch for a duplicate, the stream's duplicate window is read
-// back for the batch's keys (lookupKeys): the keys found get their original
-// receipts, and the remaining commits are published again as a new batch.
+// refuses the batch for a duplicate, the stream is read back for the
+// batch's keys (lookupKeys): the keys found get their original receipts,
+// and the remaining commits are published again as a new batch.
 //
 // The stream must allow atomic publish (AllowAtomicPublish, which Open sets
 // on a stream it creates); otherwise AppendBatch returns an error wrapping
@@ -195,12 +196,15 @@ func (l *Log) publishBatch(ctx context.Context, at time.Time, commits []hub.Comm
 
 // lookupKeys finds, newest first, the commits of the stream's duplicate
 // window that carry one of keys as Nats-Msg-Id, and returns their receipts.
-// It reads the window back from the stream's last message until every key
-// is found or a message is older than the window.
+// It reads the window back from the stream's last message, a chunk at a
+// time, until every key is found, a message is older than the window, or
+// JetStream says none of the keys still missing is in its window (anyKnown,
+// asked after the 1st, 2nd, 4th, 8th… chunk and after each chunk that found
+// a key): a retry is found near the stream's end, and new keys beside it do
+// not make the whole window read. Each request has the Log's timeout; ctx
+// bounds the whole.
 func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]hub.Receipt, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
-	defer cancel()
-	info, err := l.stream.Info(ctx)
+	info, err := l.Info(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -209,13 +213,11 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 	first, last := info.State.FirstSeq, info.State.LastSeq
 	found := make(map[string]hub.Receipt)
 	const chunk = 256
-	for end := last; end >= first && end > 0 && len(found) < len(keys); {
-		from := max(first, end-min(end, chunk-1))
-		if from == 0 {
-			from = 1
-		}
-		older := false
-		err := l.directGet(ctx, from, int(end-from+1), func(seq uint64, hdr nats.Header, data []byte) error {
+	for n, end := 1, last; end >= first && end > 0 && len(found) < len(keys); n++ {
+		from := max(first, end-min(end, chunk-1), 1)
+		older, had := false, len(found)
+		rctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+		err := l.directGet(rctx, from, int(end-from+1), func(seq uint64, hdr nats.Header, data []byte) error {
 			if seq > end {
 				return nil
 			}
@@ -236,13 +238,85 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 			}
 			return nil
 		})
+		cancel()
 		if err != nil {
 			return nil, err
 		}
-		if older || from == first {
+		if older || from == first || len(found) == len(keys) {
 			break
+		}
+		if len(found) > had || n&(n-1) == 0 {
+			var missing []string
+			for k := range keys {
+				if _, ok := found[k]; !ok {
+					missing = append(missing, k)
+				}
+			}
+			if known, err := l.anyKnown(ctx, missing); err == nil && !known {
+				break
+			}
 		}
 		end = from - 1
 	}
 	return found, nil
+}
+
+// probeGroup bounds the keys of one anyKnown batch, below JetStream's
+// default atomic batch limit (1,000).
+const probeGroup = 500
+
+// anyKnown reports whether JetStream holds any of keys in its duplicate
+// window, and stores nothing: each group of keys is sent as an atomic batch
+// of empty messages with those Nats-Msg-Ids, whose commit message expects
+// another stream. JetStream checks a batch's messages in order when it
+// commits, so it refuses the batch for a duplicate key (10201) when there
+// is one, and else for the commit's expected stream, and stages nothing
+// either way. Any other answer counts as known: the caller then reads on.
+func (l *Log) anyKnown(ctx context.Context, keys []string) (bool, error) {
+	for len(keys) > 0 {
+		group := keys[:min(len(keys), probeGroup)]
+		keys = keys[len(group):]
+		known, err := l.probe(ctx, group)
+		if err != nil || known {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+func (l *Log) probe(ctx context.Context, keys []string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	id := nats.NewInbox()[len(nats.InboxPrefix):]
+	for i, k := range keys {
+		m := nats.NewMsg(l.subject)
+		m.Header.Set(jetstream.MsgIDHeader, k)
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if err := l.nc.PublishMsg(m); err != nil {
+			return true, err
+		}
+	}
+	m := nats.NewMsg(l.subject)
+	m.Header.Set(jetstream.ExpectedStreamHeader, l.opts.Stream+".probe") // never a stream's name: '.' is not allowed in one
+	m.Header.Set("Nats-Batch-Id", id)
+	m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(len(keys)+1))
+	m.Header.Set("Nats-Batch-Commit", "1")
+	resp, err := l.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		return true, err
+	}
+	var ack pubAck
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return true, fmt.Errorf("duplicate probe: bad answer: %w", err)
+	}
+	if ack.Error != nil && ack.Error.ErrorCode == errStreamMismatch {
+		return false, nil
+	}
+	if ack.Error == nil {
+		// Cannot happen (the commit expects another stream); if it did,
+		// empty messages were stored: say so rather than hide it.
+		return true, fmt.Errorf("duplicate probe: stored at seq %d", ack.Seq)
+	}
+	return true, nil
 }

@@ -258,3 +258,35 @@ func TestGoClientPublishBatchOnTheEmbeddedStore(t *testing.T) {
 		t.Fatalf("retry on B: %v, want duplicates of %v", again, rs)
 	}
 }
+
+// TestARetriedBatchReadsTheWindowOnlyAsFarAsItsKeys: a batch repeating a
+// key published just before it, beside a new key, reads one chunk of the
+// stream back (JetStream then says the new key is not in its window), not
+// the whole duplicate window; a key deep in the window, beside a new one,
+// is still found with its original receipt.
+func TestARetriedBatchReadsTheWindowOnlyAsFarAsItsKeys(t *testing.T) {
+	_, nc := embedded(t, t.TempDir())
+	l := openLog(t, nc, natslog.Options{})
+	h := newHub(t, l, 16)
+	deep := publish(t, h, "deep", fact("t", "", 0))
+	for range 3 {
+		var batch []hub.Commit
+		for i := range 500 {
+			batch = append(batch, commit("", i))
+		}
+		publishBatch(t, h, batch...)
+	}
+	recent := publish(t, h, "recent", fact("t", "", 1))
+	gets, _ := l.DirectGets()
+	rs := publishBatch(t, h, commit("recent", 2), commit("new1", 3))
+	if !rs[0].Duplicate || rs[0].Seq != recent.Seq || rs[1].Duplicate || rs[1].Seq != recent.Seq+1 {
+		t.Fatalf("receipts %+v, want a duplicate of %d and %d", rs, recent.Seq, recent.Seq+1)
+	}
+	if now, _ := l.DirectGets(); now-gets != 1 {
+		t.Fatalf("looking up a key just published took %d direct gets, want 1 (of %d commits)", now-gets, recent.Seq)
+	}
+	rs = publishBatch(t, h, commit("new2", 4), commit("deep", 5))
+	if rs[0].Duplicate || rs[0].Seq != recent.Seq+2 || !rs[1].Duplicate || rs[1].Seq != deep.Seq || !rs[1].Time.Equal(deep.Time) {
+		t.Fatalf("receipts %+v, want %d and a duplicate of %+v", rs, recent.Seq+2, deep)
+	}
+}
