@@ -23,11 +23,11 @@ import (
 // has received its CaughtUp and a live event keeps a goroutine stack of
 // 8 KiB (plus net/http's 2 KiB background reader), not the 16 KiB it grew to
 // when its request was validated and its response headers written on its
-// own stack. Measured over 100 streams from raw client connections (no
+// own stack. Measured over 200 streams from raw client connections (no
 // client goroutines), after a GC, which frees the helpers' stacks. Not
 // run with the race detector, whose instrumentation enlarges every frame.
 func TestIdleStreamStacks(t *testing.T) {
-	const n = 100
+	const n = 200
 	const limit = 14 << 10 // per stream: ~11 KB now, ~19 KB when the request was received and the headers written on the stream's own stack
 	for _, p := range []ringcast.Protocol{ringcast.ProtocolConnect, ringcast.ProtocolGRPCWeb} {
 		t.Run(string(p), func(t *testing.T) {

@@ -41,7 +41,7 @@ var _ ringcastv1connect.EventServiceHandler = (*Service)(nil)
 func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) (string, http.Handler) {
 	all := append([]connect.HandlerOption{}, opts...) // first: their interceptors are outermost
 	all = append(all,
-		connect.WithInterceptors(validate.NewInterceptor(), receiveOffStack{}), // innermost: see offstack.go
+		connect.WithInterceptors(validate.NewInterceptor(), receiveOffStack{}), // innermost (offstack.go)
 		connect.WithReadMaxBytes(maxRequestBytes),
 		connect.WithCompressMinBytes(math.MaxInt),
 	)

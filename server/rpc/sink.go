@@ -9,6 +9,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/offstack"
 )
 
 // streamSink sends a stream's responses. Shared ring events take the direct
@@ -112,7 +113,7 @@ func (s *streamSink) send(msg any) error {
 		// and writes them on the calling stack): off the stream's stack,
 		// as in Flush.
 		s.started = true
-		return offStack(func() error { return s.conn.Send(msg) })
+		return offstack.Run(func() error { return s.conn.Send(msg) })
 	}
 	return s.conn.Send(msg)
 }
@@ -125,9 +126,9 @@ func (s *streamSink) Flush() error {
 	}
 	if !s.flushed {
 		// The first flush may write the response headers, on net/http's
-		// deepest write path: keep it off the stream's stack (offstack.go).
+		// deepest write path: keep it off the stream's stack (package offstack).
 		s.flushed = true
-		return offStack(func() error {
+		return offstack.Run(func() error {
 			if err := s.writeBuffered(); err != nil {
 				return err
 			}

@@ -25,6 +25,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/auth"
 	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/offstack"
 )
 
 // Handler serves GET /events. Create it with New.
@@ -67,17 +68,51 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
 		return
 	}
+	// Parsing and validating the query and writing the response headers
+	// run deep call chains: off the stream's stack, which then stays small
+	// for as long as the stream is open (package offstack).
+	var req hub.Request
+	var sk *sink
+	if err := offstack.Run(func() error {
+		var err error
+		req, sk, err = s.start(w, r)
+		return err
+	}); err != nil {
+		return
+	}
+
+	err := s.hub.Subscribe(r.Context(), req, sk)
+	if errors.Is(err, hub.ErrExpired) {
+		// The token's exp passed: say so, so the page can open a new
+		// EventSource with a fresh token and the last id it saw.
+		sk.writeString("event: " + EventTokenExpired + "\ndata: {}\n\n")
+		_ = sk.Flush()
+		return
+	}
+	if err != nil && r.Context().Err() == nil {
+		s.log.Debug("sse stream ended", "error", err)
+	}
+}
+
+// errAnswered: start has answered the request itself (an error, or HEAD);
+// there is no stream to serve.
+var errAnswered = errors.New("sse: answered")
+
+// start checks the request, writes the response headers and the retry
+// hint, and returns the hub request and the stream's sink; errAnswered when
+// it has answered the request instead.
+func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *sink, error) {
 	pq, err := parseQuery(r)
 	req := pq.Request
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return hub.Request{}, nil, errAnswered
 	}
 	// With auth on, a topic outside the token's grant is refused and no
 	// topic means the grant (docs/security.md).
 	if err := auth.ScopeSubscribe(r.Context(), &req); err != nil {
 		http.Error(w, err.Error(), http.StatusForbidden)
-		return
+		return hub.Request{}, nil, errAnswered
 	}
 	sk := newSink(w)
 
@@ -99,25 +134,14 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
-		return
+		return hub.Request{}, nil, errAnswered
 	}
 	retry := retryMin + rand.N(retryMax-retryMin+1)
 	sk.writeString("retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n")
 	if err := sk.Flush(); err != nil {
-		return
+		return hub.Request{}, nil, err
 	}
-
-	err = s.hub.Subscribe(r.Context(), req, sk)
-	if errors.Is(err, hub.ErrExpired) {
-		// The token's exp passed: say so, so the page can open a new
-		// EventSource with a fresh token and the last id it saw.
-		sk.writeString("event: " + EventTokenExpired + "\ndata: {}\n\n")
-		_ = sk.Flush()
-		return
-	}
-	if err != nil && r.Context().Err() == nil {
-		s.log.Debug("sse stream ended", "error", err)
-	}
+	return req, sk, nil
 }
 
 // queryParams are the query parameters /events takes, and whether each may
