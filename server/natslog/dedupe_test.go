@@ -1,7 +1,12 @@
 package natslog_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ringcast/ringcast/server/hub"
 	"github.com/ringcast/ringcast/server/natslog"
@@ -40,5 +45,58 @@ func TestKeysAreDeduplicatedByJetStreamAcrossReplicas(t *testing.T) {
 	}
 	if r := publish(t, b, "k1", fact("t", "", 2)); !r.Duplicate || r.Seq != first.Seq {
 		t.Fatalf("retry after the original was discarded = %+v, want a duplicate of seq %d", r, first.Seq)
+	}
+}
+
+// TestConcurrentBatchesWithTheSameKeysAppendEachOnce: two replicas publish
+// batches with the same keys at once, again and again: each key is
+// appended once, and both replicas answer it with the same seq.
+func TestConcurrentBatchesWithTheSameKeysAppendEachOnce(t *testing.T) {
+	ns, nc := embedded(t, t.TempDir())
+	nc2, err := natslog.ConnectEmbedded(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc2.Close)
+	la := openLog(t, nc, natslog.Options{})
+	lb := openLog(t, nc2, natslog.Options{})
+	a, b := newHub(t, la, 64), newHub(t, lb, 64)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	seqOf := map[string]uint64{}
+	for round := range 10 {
+		keys := []string{fmt.Sprintf("r%d-a", round), fmt.Sprintf("r%d-b", round), fmt.Sprintf("r%d-c", round)}
+		var batches [2][]hub.Commit
+		for i, k := range keys {
+			batches[0] = append(batches[0], commit(k, i))
+			batches[1] = append(batches[1], commit(keys[len(keys)-1-i], i)) // the other order
+		}
+		var rs [2][]hub.Receipt
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i, h := range []*hub.Hub{a, b} {
+			wg.Go(func() { rs[i], errs[i] = h.PublishBatch(ctx, batches[i]) })
+		}
+		wg.Wait()
+		for i := range 2 {
+			if errs[i] != nil {
+				if !errors.Is(errs[i], hub.ErrUnavailable) {
+					t.Fatal(errs[i])
+				}
+				// A key staged by the other batch at that instant: retry.
+				if rs[i], errs[i] = []*hub.Hub{a, b}[i].PublishBatch(ctx, batches[i]); errs[i] != nil {
+					t.Fatal(errs[i])
+				}
+			}
+			for j, c := range batches[i] {
+				if s, ok := seqOf[c.IdempotencyKey]; ok && s != rs[i][j].Seq {
+					t.Fatalf("key %s: seq %d on one replica, %d on the other", c.IdempotencyKey, s, rs[i][j].Seq)
+				}
+				seqOf[c.IdempotencyKey] = rs[i][j].Seq
+			}
+		}
+	}
+	if last := lastSeq(t, la); last != uint64(len(seqOf)) {
+		t.Fatalf("%d commits appended for %d keys", last, len(seqOf))
 	}
 }
