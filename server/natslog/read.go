@@ -16,8 +16,10 @@ import (
 	"github.com/ringcast/ringcast/server/hub"
 )
 
-// Read implements hub.Log with one batched direct get (any replica of the
-// stream answers, without creating a consumer), falling back to a
+// Read implements hub.Log with batched direct gets (any replica of the
+// stream answers, without creating a consumer): a block the stream holds
+// whole is read once and shared through the block cache (blocks); the
+// newest, partial block is read from from on. It falls back to a
 // short-lived consumer (answered by the leader) when the direct get does
 // not start at from — a replica behind, deleted messages, or from below the
 // stream's first seq.
