@@ -32,7 +32,19 @@ type Store struct {
 	// is the stream's.
 	Durable bool
 
-	use func(t testing.TB, cfg app.Config) app.Config
+	// retain, when > 0, is how many commits a durable store's stream
+	// keeps instead of the window (see Retaining).
+	retain int64
+	use    func(t testing.TB, st Store, cfg app.Config) app.Config
+}
+
+// Retaining returns the store with a durable stream that keeps n commits
+// instead of the server's window, for a test whose row needs positions
+// older than the ring to stay readable. Memory is unchanged: its ring is
+// its log.
+func (st Store) Retaining(n int64) Store {
+	st.retain = n
+	return st
 }
 
 // FirstCommit is the seq of a fresh server's first commit: 2 on memory,
@@ -45,7 +57,7 @@ func (st Store) FirstCommit() uint64 {
 }
 
 // Memory is the default store: the ring is the log.
-var Memory = Store{Name: app.StoreMemory, use: func(_ testing.TB, cfg app.Config) app.Config { return cfg }}
+var Memory = Store{Name: app.StoreMemory, use: func(_ testing.TB, _ Store, cfg app.Config) app.Config { return cfg }}
 
 // JetStream is a durable store on a fresh JetStream stream of the
 // package's shared in-process nats-server (see Main), retaining as many
@@ -65,11 +77,12 @@ func ForEachStore(t *testing.T, f func(t *testing.T, st Store)) {
 }
 
 // Config is the store's form of cfg, as Start serves it: for JetStream, a
-// new stream (deleted when the test ends) with cfg.Window as its MaxMsgs.
+// new stream (deleted when the test ends) with cfg.Window as its MaxMsgs
+// (unless Retaining says otherwise).
 // Each call makes another stream; call it once per server.
 func (st Store) Config(t testing.TB, cfg app.Config) app.Config {
 	t.Helper()
-	return st.use(t, cfg)
+	return st.use(t, st, cfg)
 }
 
 // Start serves cfg on the store until the test ends (see Start). A
@@ -103,10 +116,10 @@ func sharedServer() (*server.Server, error) {
 	return shared.ns, shared.err
 }
 
-func useJetStream(t testing.TB, cfg app.Config) app.Config {
+func useJetStream(t testing.TB, st Store, cfg app.Config) app.Config {
 	t.Helper()
 	name := newStream(t)
-	return jetStreamConfig(t, cfg, name)
+	return st.jetStreamConfig(t, cfg, name)
 }
 
 // newStream names a stream for the test and deletes it when the test ends,
@@ -134,11 +147,15 @@ func newStream(t testing.TB) string {
 
 // jetStreamConfig is cfg on the stream name, through a connection of its
 // own that closes when the test ends.
-func jetStreamConfig(t testing.TB, cfg app.Config, name string) app.Config {
+func (st Store) jetStreamConfig(t testing.TB, cfg app.Config, name string) app.Config {
 	t.Helper()
 	nc := connectShared(t)
 	t.Cleanup(nc.Close)
-	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc, NATSStream: name, NATSMaxMsgs: int64(cfg.Window)}
+	keep := int64(cfg.Window)
+	if st.retain > 0 {
+		keep = st.retain
+	}
+	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc, NATSStream: name, NATSMaxMsgs: keep}
 	return cfg
 }
 
@@ -167,7 +184,7 @@ func (st Store) StartReplicas(t testing.TB, cfg app.Config, n int) []*Server {
 	name := newStream(t)
 	var servers []*Server
 	for range n {
-		servers = append(servers, Start(t, jetStreamConfig(t, cfg, name)))
+		servers = append(servers, Start(t, st.jetStreamConfig(t, cfg, name)))
 	}
 	return servers
 }

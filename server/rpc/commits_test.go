@@ -154,13 +154,16 @@ func TestFiltersDeliverMatchingFactsAndProgressCoversTheRest(t *testing.T) {
 
 // TestFilteredIdleSubscriberIsNotResynced: 10×W commits the filter skips
 // pass a live subscriber; it is not cut — even when it is not scheduled
-// until the ring has wrapped (nothing it would send left the ring) — and
-// its last Progress is a cursor that resumes without a resync.
+// until the ring has wrapped (on memory: nothing it would send left the
+// ring; on a durable store it reads on from the stream, which here keeps
+// them all) — and its last Progress is a cursor that resumes without a
+// resync. A durable stream that has discarded the subscriber's position
+// resyncs it whatever its filter (docs/protocol.md, "Stores").
 func TestFilteredIdleSubscriberIsNotResynced(t *testing.T) {
 	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		cfg := ringtest.Config()
 		cfg.Window = 16
-		srv := store.Start(t, cfg)
+		srv := store.Retaining(int64(20*cfg.Window)).Start(t, cfg)
 		c := srv.Client(p)
 		epoch := srv.Hub().Epoch()
 		st := subscribe(t, c, &ringcastv1.SubscribeEventsRequest{Topics: []string{"wanted"}})
