@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/ringcast/ringcast/clients/go/ringcast"
 )
 
 // IdleResult is the JSON report of an idle run.
@@ -39,6 +41,10 @@ func runIdle(ctx context.Context, cfg Config, stderr io.Writer) (*IdleResult, er
 		return nil, err
 	}
 	r := &loadRun{cfg: cfg, epoch: st.InstanceEpoch}
+	if cfg.Protocol == ProtocolSSE {
+		r.sse = ringcast.NewHTTPClient(ringcast.ProtocolConnect) // HTTP/1.1, a connection per stream
+		cs = append(cs, r.sse)
+	}
 	subCtx, stopSubs := context.WithCancel(context.Background())
 	var subWG sync.WaitGroup
 	defer func() { stopSubs(); subWG.Wait() }()

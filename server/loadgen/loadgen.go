@@ -56,6 +56,8 @@ func (c *Config) Validate() error {
 		return errors.New("--hold must not be negative")
 	case c.Hold > 0 && c.Idle == 0:
 		return errors.New("--hold applies to idle mode (--idle)")
+	case c.Protocol == ProtocolSSE && c.Idle == 0:
+		return errors.New("--protocol sse applies to idle mode (--idle): the fan-out mode decodes every message with the RPC client")
 	case c.Idle > 0:
 		streams = c.Idle
 	case c.Subscribers < 1:

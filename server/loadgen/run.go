@@ -47,6 +47,8 @@ type loadRun struct {
 	publishErrs atomic.Int64  // publishes that failed
 	head        atomic.Uint64 // highest receipt seq
 	slowest     atomic.Uint64 // lowest lastSeq over live subscribers
+
+	sse *http.Client // SSE streams' client (--protocol sse), else nil
 }
 
 func (r *loadRun) noteErr(err error) {
@@ -97,6 +99,9 @@ func (cs *clients) open(ctx context.Context, cfg Config) (scrape func(context.Co
 	if st, err = serverStatus(ctx, ctl); err != nil {
 		return nil, nil, nil, err
 	}
+	if cfg.Protocol == ProtocolSSE {
+		return scrape, st, nil, nil // the streams use loadRun.sse
+	}
 	if cfg.Protocol != ringcast.ProtocolGRPC {
 		return scrape, st, []ringcastv1connect.EventServiceClient{cs.rpc(cfg, 0)}, nil
 	}
@@ -107,9 +112,9 @@ func (cs *clients) open(ctx context.Context, cfg Config) (scrape func(context.Co
 	return scrape, st, rpcs, nil
 }
 
-// openStreams starts one goroutine per subscriber, each resuming at since,
-// and waits until every stream has caught up (or failed to). It opens at
-// most 64 streams at a time.
+// openStreams starts one goroutine per subscriber, each resuming at since
+// (over SSE, when rpcs is nil: at the head), and waits until every stream
+// has caught up (or failed to). It opens at most 64 streams at a time.
 func (r *loadRun) openStreams(ctx context.Context, n int, rpcs []ringcastv1connect.EventServiceClient, since uint64, wg *sync.WaitGroup) error {
 	r.subs = make([]*loadSub, n)
 	ready := make(chan struct{}, n)
@@ -130,6 +135,10 @@ func (r *loadRun) openStreams(ctx context.Context, n int, rpcs []ringcastv1conne
 			var once sync.Once
 			signal := func() { once.Do(func() { <-sem; ready <- struct{}{} }) }
 			defer signal()
+			if rpcs == nil {
+				r.subscribeSSE(ctx, s, signal)
+				return
+			}
 			r.subscribe(ctx, s, rpcs[i%len(rpcs)], since, signal)
 		}()
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
@@ -29,7 +30,9 @@ lagging: at --rate 0 the figure is the fan-out the subscribers sustain.
 Idle (--idle N): opens N streams and publishes nothing; once all have caught
 up and the server's ringcast_subscribers gauge counts them, reports the
 server's RSS, heap and stack growth per stream; --hold keeps them open
-afterwards, so the server can be profiled with them.
+afterwards, so the server can be profiled with them. In idle mode
+--protocol may also be sse: the streams are GET /events, one HTTP/1.1
+connection each, counted once their caught-up frame has arrived.
 
 The load tool shares the machine with the server: on few cores, peak
 figures are bounded by the tool as much as by the server. Only loopback
@@ -65,6 +68,9 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return bad("unexpected arguments %q", fs.Args())
 	}
 	p, err := ringcast.ParseProtocol(cf.protocol)
+	if strings.EqualFold(cf.protocol, string(loadgen.ProtocolSSE)) {
+		p, err = loadgen.ProtocolSSE, nil
+	}
 	if err != nil {
 		return bad("--protocol: %v", err)
 	}

@@ -92,6 +92,27 @@ func TestLoadIdle(t *testing.T) {
 	}
 }
 
+// TestLoadIdleSSE: --protocol sse opens idle /events streams, and the
+// server counts them.
+func TestLoadIdleSSE(t *testing.T) {
+	t.Parallel()
+	s := ringtest.Start(t, ringtest.Config())
+	code, out, errOut := runLoad(t, "--server", s.URL, "--protocol", "sse", "--idle", "5")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res loadgen.IdleResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+	}
+	if res.Mode != "idle" || res.Protocol != "sse" || res.Idle != 5 || res.Connections != 5 || res.Errors != 0 {
+		t.Errorf("result: %+v", res)
+	}
+	if res.Before == nil || res.After == nil || res.After.Subscribers < res.Before.Subscribers+5 {
+		t.Errorf("the server's subscriber count did not grow by 5: before %+v, after %+v", res.Before, res.After)
+	}
+}
+
 func TestLoadBadInput(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -106,6 +127,7 @@ func TestLoadBadInput(t *testing.T) {
 		{[]string{"--idle", "-3"}, "--idle"},
 		{[]string{"--idle", "3", "--hold", "-1s"}, "--hold must not be negative"},
 		{[]string{"--hold", "1s"}, "--hold applies to idle mode"},
+		{[]string{"--protocol", "sse"}, "--protocol sse applies to idle mode"},
 		{[]string{"--protocol", "carrier-pigeon"}, "unknown protocol"},
 		{[]string{"--connections", "3", "--subscribers", "10"}, "applies to grpc"},
 		{[]string{"--protocol", "grpc", "--connections", "11", "--subscribers", "10"}, "must not exceed"},
