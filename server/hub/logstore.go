@@ -22,6 +22,10 @@ func (h *Hub) startLog() error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	h.epoch = h.log.Epoch()
+	if w, ok := h.log.(interface{ DedupeWindow() time.Duration }); ok {
+		// The Log deduplicates: ServerStatus reports its window.
+		h.cfg.DedupeWindow = w.DedupeWindow()
+	}
 	first, last, err := h.log.Range(ctx)
 	if err != nil {
 		return fmt.Errorf("read the log's range: %w", err)

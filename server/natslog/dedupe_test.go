@@ -100,3 +100,18 @@ func TestConcurrentBatchesWithTheSameKeysAppendEachOnce(t *testing.T) {
 		t.Fatalf("%d commits appended for %d keys", last, len(seqOf))
 	}
 }
+
+// TestServerStatusReportsTheStreamsDuplicateWindow: the dedupe window a
+// replica reports is the stream's, which deduplicates, not its own setting.
+func TestServerStatusReportsTheStreamsDuplicateWindow(t *testing.T) {
+	_, nc := embedded(t, t.TempDir())
+	openLog(t, nc, natslog.Options{Duplicates: time.Minute})
+	h, err := hub.New(hub.Config{Log: openLog(t, nc, natslog.Options{Duplicates: time.Hour}), DedupeWindow: 2 * time.Hour, Lease: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	if w := h.Status().GetLimits().GetDedupeWindow().AsDuration(); w != time.Minute {
+		t.Fatalf("dedupe window %v, want the stream's 1m", w)
+	}
+}

@@ -212,6 +212,10 @@ func Epoch(name string, created time.Time) uint64 {
 // its real limits, whoever created it.
 func (l *Log) Config() jetstream.StreamConfig { return l.info }
 
+// DedupeWindow is the stream's duplicate window, within which a key is a
+// duplicate; the hub reports it in ServerStatus limits.
+func (l *Log) DedupeWindow() time.Duration { return l.info.Duplicates }
+
 // Info is the stream's current information (state, cluster, config).
 func (l *Log) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
