@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -270,3 +271,35 @@ func TestLogStoreDeduplicatesByTheLogOnly(t *testing.T) {
 		t.Fatalf("repeat on the other replica: %+v, %v", r, err)
 	}
 }
+
+// TestLogStoreReplacedLogDrainsAndReportsFailed: a Log that reports it was
+// replaced makes the hub drain (its live streams end, publishes are
+// refused) and report the error once on Failed.
+func TestLogStoreReplacedLogDrainsAndReportsFailed(t *testing.T) {
+	l := newSliceLog(testLogEpoch)
+	h := newLogHub(t, l, 16)
+	mustPublish(t, h, fact("t", "", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	live := make(chan error, 1)
+	go func() { live <- h.Subscribe(ctx, hub.Request{}, discard{}) }()
+	l.replace()
+	select {
+	case err := <-h.Failed():
+		if !errors.Is(err, hub.ErrLogReplaced) {
+			t.Fatalf("Failed: %v, want ErrLogReplaced", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the hub did not report its replaced log")
+	}
+	if err := <-live; err != nil {
+		t.Fatalf("live stream ended with %v, want OK after DRAINING", err)
+	}
+	if _, err := h.Publish([]*ringcastv1.Fact{fact("t", "", 2)}, ""); !errors.Is(err, hub.ErrDraining) {
+		t.Fatalf("publish: %v, want ErrDraining", err)
+	}
+}
+
+type discard struct{}
+
+func (discard) Send(*ringcastv1.SubscribeEventsResponse) error { return nil }

@@ -19,6 +19,8 @@ type sliceLog struct {
 	evs   []logged
 	keys  map[string]hub.Receipt
 	grew  chan struct{} // closed and replaced on every append
+	// replaced makes Range and Follow fail with hub.ErrLogReplaced.
+	replaced bool
 }
 
 // logged is a stored commit. Every read builds a fresh Event from it, as a
@@ -90,15 +92,31 @@ func (l *sliceLog) Read(_ context.Context, dst []*hub.Event, from uint64, max in
 	return dst, nil
 }
 
+// replace makes the log answer as one deleted and created again.
+func (l *sliceLog) replace() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.replaced = true
+	close(l.grew)
+	l.grew = make(chan struct{})
+}
+
 func (l *sliceLog) Range(context.Context) (uint64, uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.replaced {
+		return 0, 0, hub.ErrLogReplaced
+	}
 	return l.first, l.first + uint64(len(l.evs)) - 1, nil
 }
 
 func (l *sliceLog) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) error {
 	for {
 		l.mu.Lock()
+		if l.replaced {
+			l.mu.Unlock()
+			return hub.ErrLogReplaced
+		}
 		from = max(from, l.first)
 		var batch []*hub.Event
 		for i := from - l.first; i < uint64(len(l.evs)); i++ {
