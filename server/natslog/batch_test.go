@@ -12,10 +12,8 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/hub"
 	"github.com/ringcast/ringcast/server/natslog"
-	"github.com/ringcast/ringcast/server/ringtest"
 )
 
 func commit(key string, n int) hub.Commit {
@@ -221,17 +219,7 @@ func TestPublishBatchOnAStreamWithoutAtomicPublish(t *testing.T) {
 // duplicates.
 func TestGoClientPublishBatchOnTheEmbeddedStore(t *testing.T) {
 	ns, _ := embedded(t, t.TempDir())
-	replica := func() *ringtest.Server {
-		nc, err := natslog.ConnectEmbedded(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		cfg := ringtest.Config()
-		cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
-		return ringtest.Start(t, cfg)
-	}
-	a, b := replica(), replica()
+	a, b := replicaServer(t, ns, 0), replicaServer(t, ns, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ca, cb := ringcast.NewClient(a.URL), ringcast.NewClient(b.URL)

@@ -15,7 +15,6 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/app"
-	"github.com/ringcast/ringcast/server/natslog"
 	"github.com/ringcast/ringcast/server/ringtest"
 	"github.com/ringcast/ringcast/server/sse"
 )
@@ -244,18 +243,7 @@ func sseUntil(t *testing.T, base, lastID, wantID string) []string {
 // loss and no duplicate, and commits published through either reach both.
 func TestCursorFromOneReplicaResumesOnAnother(t *testing.T) {
 	ns, _ := embedded(t, t.TempDir())
-	replica := func() *ringtest.Server {
-		nc, err := natslog.ConnectEmbedded(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		cfg := ringtest.Config()
-		cfg.Window = 4
-		cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
-		return ringtest.Start(t, cfg)
-	}
-	a, b := replica(), replica()
+	a, b := replicaServer(t, ns, 4), replicaServer(t, ns, 4)
 	if a.Hub().Epoch() != b.Hub().Epoch() {
 		t.Fatalf("replicas' epochs differ: %x, %x", a.Hub().Epoch(), b.Hub().Epoch())
 	}

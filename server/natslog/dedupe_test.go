@@ -20,11 +20,7 @@ import (
 // discarded still gets the original seq.
 func TestKeysAreDeduplicatedByJetStreamAcrossReplicas(t *testing.T) {
 	ns, nc := embedded(t, t.TempDir())
-	nc2, err := natslog.ConnectEmbedded(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc2.Close)
+	nc2 := connectTo(t, ns)
 	la := openLog(t, nc, natslog.Options{MaxMsgs: 5})
 	lb := openLog(t, nc2, natslog.Options{})
 	a, b := newHub(t, la, 4), newHub(t, lb, 4)
@@ -53,11 +49,7 @@ func TestKeysAreDeduplicatedByJetStreamAcrossReplicas(t *testing.T) {
 // appended once, and both replicas answer it with the same seq.
 func TestConcurrentBatchesWithTheSameKeysAppendEachOnce(t *testing.T) {
 	ns, nc := embedded(t, t.TempDir())
-	nc2, err := natslog.ConnectEmbedded(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc2.Close)
+	nc2 := connectTo(t, ns)
 	la := openLog(t, nc, natslog.Options{})
 	lb := openLog(t, nc2, natslog.Options{})
 	a, b := newHub(t, la, 64), newHub(t, lb, 64)

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/app"
@@ -12,24 +15,37 @@ import (
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
+// connectTo opens one more connection to ns (another replica's), closed
+// when the test ends.
+func connectTo(t testing.TB, ns *server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := natslog.ConnectEmbedded(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// replicaServer starts a ringcast server as a replica on ns's stream, on a
+// connection of its own; window 0 keeps ringtest's default.
+func replicaServer(t testing.TB, ns *server.Server, window int) *ringtest.Server {
+	t.Helper()
+	cfg := ringtest.Config()
+	if window > 0 {
+		cfg.Window = window
+	}
+	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: connectTo(t, ns)}
+	return ringtest.Start(t, cfg)
+}
+
 // TestGoClientCursorMovesBetweenReplicas: the Go client reads to head on
 // replica A (each stream starting with A's unpositioned ServerStatus, which
 // moves no cursor), then resumes with its cursor on replica B: only the
 // newer facts, no resync.
 func TestGoClientCursorMovesBetweenReplicas(t *testing.T) {
 	ns, _ := embedded(t, t.TempDir())
-	replica := func() *ringtest.Server {
-		nc, err := natslog.ConnectEmbedded(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		cfg := ringtest.Config()
-		cfg.Window = 4
-		cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
-		return ringtest.Start(t, cfg)
-	}
-	a, b := replica(), replica()
+	a, b := replicaServer(t, ns, 4), replicaServer(t, ns, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ca, cb := ringcast.NewClient(a.URL), ringcast.NewClient(b.URL)

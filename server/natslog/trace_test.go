@@ -19,11 +19,7 @@ import (
 func TestTraceparentTravelsWithTheCommit(t *testing.T) {
 	dir := t.TempDir()
 	ns, nc := embedded(t, dir)
-	nc2, err := natslog.ConnectEmbedded(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc2.Close)
+	nc2 := connectTo(t, ns)
 	la := openLog(t, nc, natslog.Options{})
 	lb := openLog(t, nc2, natslog.Options{})
 	a, b := newHub(t, la, 2), newHub(t, lb, 2)
