@@ -131,6 +131,14 @@ func serveHTTP2(srv *http.Server, guard *limit.ResetGuard) error {
 		if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
 			ctx = bc.BaseContext()
 		}
+		// net/http hands the connection over without reporting it,
+		// and the HTTP/2 server reports the states of the conn it
+		// serves, the watched one: report c, the conn net/http reported
+		// as new, as in use here, or shutdown would take it for one
+		// that never sent a request and close it before its GOAWAY.
+		if hs.ConnState != nil {
+			hs.ConnState(c, http.StateActive)
+		}
 		h2.ServeConn(guard.Watch(c), &http2.ServeConnOpts{Context: ctx, Handler: h, BaseConfig: hs})
 	}
 	return nil
