@@ -33,6 +33,9 @@ const fastBackoff = { minMs: 5, initialMs: 20, maxMs: 200, resetMs: 1_000 };
 /** Hang guard for a consumer to reach the last commit. */
 const catchUpGuardMs = 60_000;
 
+/** Hang guard for the fault proxy's first line (it listens, then prints it). */
+const proxyStartGuardMs = 60_000;
+
 /** rng is a seeded PRNG (splitmix64) in [0, 1): the same seed and stream give the same numbers. */
 export function rng(seed: bigint, stream: number): () => number {
   const mask = (1n << 64n) - 1n;
@@ -58,10 +61,15 @@ async function until(cond: () => boolean, guardMs: number, what: () => string): 
   }
 }
 
-/** FaultProxy is the Go fault proxy in a child process, driven over stdin. */
+/**
+ * FaultProxy is the Go fault proxy in a child process, driven over stdin.
+ * The proxy runs its commands one at a time and answers each before it
+ * reads the next, so replies come in the order of the commands and are
+ * matched first in, first out.
+ */
 export class FaultProxy {
   readonly #child: ChildProcess;
-  readonly #waiting: Array<(line: string) => void> = [];
+  readonly #waiting: Array<(line: string) => void> = []; // one per command sent and not yet answered, in order
   readonly #tail: string[] = []; // the fault and stats lines printed at the end
   readonly #exited: Promise<void>;
 
@@ -87,11 +95,17 @@ export class FaultProxy {
     const child = spawn(ringtestTool("faultproxy"), ["--target", target, ...flags], { stdio: ["pipe", "pipe", "inherit"] });
     child.stdin!.on("error", () => {}); // a proxy that exited: the pending command fails instead
     const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-    const first = await lines.next();
+    let timer: NodeJS.Timeout | undefined;
+    const guard = new Promise<"hang">((res) => (timer = setTimeout(() => res("hang"), proxyStartGuardMs)));
+    const first = await Promise.race([lines.next(), guard]).finally(() => clearTimeout(timer));
+    if (first === "hang") {
+      child.kill();
+      throw new Error(`hang guard (${proxyStartGuardMs} ms): faultproxy printed no first line (addr=… seed=…)`);
+    }
     const m = /^addr=(\S+) seed=(\d+)$/.exec(first.done ? "" : first.value);
     if (!m) {
       child.kill();
-      throw new Error(`faultproxy: unexpected first line ${JSON.stringify(first.value)}`);
+      throw new Error(first.done ? "faultproxy: exited before its first line (addr=… seed=…)" : `faultproxy: unexpected first line ${JSON.stringify(first.value)}`);
     }
     return new FaultProxy(child, m[1]!, BigInt(m[2]!), lines);
   }
@@ -108,9 +122,9 @@ export class FaultProxy {
     });
   }
 
-  /** faults injects the seeded schedule for ms, then resumes; it resolves to the number injected. */
-  async faults(ms: number): Promise<number> {
-    return Number((await this.#command(`faults ${ms}ms`)).split(" ")[2]);
+  /** faults injects the next n faults of the seeded schedule, each after its pause; it resolves to the number injected (n). */
+  async faults(n: number): Promise<number> {
+    return Number((await this.#command(`faults ${n}`)).split(" ")[2]);
   }
 
   /** cut cuts every live connection; it resolves to how many it cut. */

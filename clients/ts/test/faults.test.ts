@@ -17,21 +17,27 @@ import { Run } from "./faultkit.js";
 /** The consumers per transport in each scenario. */
 const perTransport = 2;
 
-/** How long the seeded proxy faults run. */
-const faultsMs = 1_500;
+/** The seeded proxy faults injected (a pause of about 150 ms before each: 1.5 s or so). */
+const faultCount = 10;
+
+/**
+ * Each scenario's hang guard: generous, for a busy machine (a scenario
+ * takes seconds); the scenarios assert on counts, never on time.
+ */
+const scenario = { timeout: 300_000 };
 
 describe("faults: the TS client over connect, grpc and grpcweb (node and web transports) through the fault proxy", () => {
-  it("proxy faults while publishing: every consumer given every fact once, in order", async (t) => {
+  it("proxy faults while publishing: every consumer given every fact once, in order", scenario, async (t) => {
     const r = await Run.start(t);
     r.consume(perTransport);
     r.publish(3);
-    await r.proxy.faults(faultsMs);
+    assert.equal(await r.proxy.faults(faultCount), faultCount);
     const { summary, stats } = await r.finish();
-    assert.ok(stats["faults"]! > 0, "no fault injected");
+    assert.equal(stats["faults"], faultCount, "faults injected");
     t.diagnostic(`seed ${r.seed}: ${JSON.stringify(stats)}; ${summary}`);
   });
 
-  it("leases of 1 s: every stream ends with its lease and resumes with its cursor", async (t) => {
+  it("leases of 1 s: every stream ends with its lease and resumes with its cursor", scenario, async (t) => {
     const r = await Run.start(t, ["--lease", "1s"]);
     r.consume(perTransport);
     r.publish(3);
@@ -44,7 +50,7 @@ describe("faults: the TS client over connect, grpc and grpcweb (node and web tra
 
   for (const how of ["kill", "drain"] as const) {
     const name = how === "kill" ? "server kill -9 and restart mid-stream" : "server SIGTERM drain and restart";
-    it(`${name}: every consumer resyncs to the new epoch (EPOCH_MISMATCH) and continues`, async (t) => {
+    it(`${name}: every consumer resyncs to the new epoch (EPOCH_MISMATCH) and continues`, scenario, async (t) => {
       const r = await Run.start(t);
       r.consume(perTransport);
       r.publish(3);
@@ -61,12 +67,13 @@ describe("faults: the TS client over connect, grpc and grpcweb (node and web tra
     });
   }
 
-  it("consumers stop mid-commit and resume from their persisted cursor text, under proxy faults", async (t) => {
+  it("consumers stop mid-commit and resume from their persisted cursor text, under proxy faults", scenario, async (t) => {
     const r = await Run.start(t);
     r.consume(perTransport, 7);
     r.publish(3);
-    await r.proxy.faults(faultsMs);
+    assert.equal(await r.proxy.faults(faultCount), faultCount);
     const { summary, stats } = await r.finish();
+    assert.equal(stats["faults"], faultCount, "faults injected");
     for (const c of r.consumers) assert.ok(c.restarts >= 1, `${c.name}: never stopped and resumed`);
     t.diagnostic(`seed ${r.seed}: ${JSON.stringify(stats)}; ${summary}`);
   });
@@ -75,8 +82,9 @@ describe("faults: the TS client over connect, grpc and grpcweb (node and web tra
 describe("faults: GET /events through the fault proxy, read by eventsource", () => {
   for (const how of ["kill", "drain"] as const) {
     const restart = how === "kill" ? "kill -9" : "a SIGTERM drain";
-    it(`SSE: resumes by Last-Event-ID through cuts and faults; a gap (EPOCH_MISMATCH) after ${restart} and restart`, async (t) => {
-      // Fewer faults: each one costs EventSource its retry delay (1–2 s).
+    it(`SSE: resumes by Last-Event-ID through cuts and faults; a gap (EPOCH_MISMATCH) after ${restart} and restart`, scenario, async (t) => {
+      // Fewer faults, further apart: each one costs EventSource its retry delay (1–2 s).
+      const sseFaultCount = 3;
       const r = await Run.start(t, [], ["--every", "500ms"]);
       r.consumeSSE(3);
       r.publish(5);
@@ -84,11 +92,12 @@ describe("faults: GET /events through the fault proxy, read by eventsource", () 
       // A cut: every EventSource reconnects with its Last-Event-ID and resumes.
       assert.ok((await r.proxy.cut()) >= r.consumers.length, "the cut reached every stream");
       await r.everyConsumer("reconnected after the cut", (c) => c.connects >= 2);
-      await r.proxy.faults(faultsMs);
+      assert.equal(await r.proxy.faults(sseFaultCount), sseFaultCount);
       await r.restartServer(how);
       const before = new Map(r.consumers.map((c) => [c, c.facts]));
       await r.everyConsumer("given facts of the new epoch", (c) => c.at?.epoch === r.srv.epoch && c.facts >= before.get(c)! + 30);
       const { summary, stats } = await r.finish();
+      assert.equal(stats["faults"], 1 + sseFaultCount, "the cut and the faults injected");
       for (const c of r.consumers) {
         assert.equal(c.resyncs, 1, `${c.name}: one gap, for the restart`);
         assert.equal(c.at?.epoch, r.srv.epoch, `${c.name}: not in the new epoch`);

@@ -8,15 +8,22 @@
 //	addr=127.0.0.1:41234 seed=1796042378361019311
 //
 // The seed is --seed, else RINGCAST_FAULT_SEED, else a fresh one. It then
-// reads commands, one a line, on stdin, and answers each with one line
-// once it is done:
+// reads commands, one a line, on stdin. They run one at a time, in order:
+// each is answered with one line once it is done, before the next is read,
+// so the replies come in the order of the commands.
 //
-//	faults 1.5s   inject the seeded schedule for 1.5s, then resume   → ok faults <n injected>
-//	cut           cut every live connection                          → ok cut <n cut>
-//	resume        end stalls and slowdowns now                       → ok resume
+//	faults 10     inject the next 10 faults of the seeded schedule,   → ok faults 10
+//	              each after its pause (about --every); a stall or
+//	              slowdown among them runs its course, or until resume
+//	cut           cut every live connection                           → ok cut <n cut>
+//	resume        end stalls and slowdowns now                        → ok resume
 //
-// On stdin EOF, SIGTERM or SIGINT it stops injecting, prints each fault it
-// injected ("fault +153ms stall up for 212ms") and then its counts
+// The schedule goes on from one faults command to the next: the faults
+// injected in a run are the schedule's first ones, whatever the counts.
+//
+// On stdin EOF, SIGTERM or SIGINT it stops (a signal interrupts a faults
+// command, answered "error faults <n>: interrupted after <k>"), prints each
+// fault it injected ("fault +153ms stall up for 212ms") and then its counts
 //
 //	stats conns=12 cuts=3 stalls=2 slows=1 mid-frame-cuts=1 faults=7
 //
@@ -34,12 +41,14 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/ringcast/ringcast/server/ringtest/faultproxy"
 )
+
+// maxFaults bounds one faults command (the schedule is drawn whole).
+const maxFaults = 100_000
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -85,20 +94,28 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	}
 	defer p.Close()
 
-	var (
-		outMu    sync.Mutex
-		injected []faultproxy.Fault
-		wg       sync.WaitGroup
-	)
-	say := func(format string, args ...any) {
-		outMu.Lock()
-		defer outMu.Unlock()
-		fmt.Fprintf(stdout, format+"\n", args...)
-	}
+	say := func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }
 	say("addr=%s seed=%d", p.Addr(), seed)
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var injected []faultproxy.Fault
+	// inject injects the schedule's next n faults, each after its pause,
+	// and reports false when ctx ends first.
+	inject := func(n int) bool {
+		// Schedule.Faults draws one sequence per seed: its first len+n
+		// faults start with the len already injected.
+		for _, f := range s.Faults(seed, len(injected)+n)[len(injected):] {
+			t := time.NewTimer(f.After)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			case <-t.C:
+			}
+			p.Inject(f)
+			injected = append(injected, f)
+		}
+		return true
+	}
 	lines := make(chan string)
 	go func() { // ends with stdin; never waited for (stdin may stay open past a signal)
 		sc := bufio.NewScanner(stdin)
@@ -122,21 +139,17 @@ loop:
 		cmd, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch cmd {
 		case "faults":
-			d, err := time.ParseDuration(arg)
-			if err != nil || d <= 0 {
-				say("error faults %q: want a positive duration", arg)
+			n, err := strconv.Atoi(arg)
+			if err != nil || n <= 0 || n > maxFaults {
+				say("error faults %q: want a count from 1 to %d", arg, maxFaults)
 				continue
 			}
-			wg.Go(func() {
-				fctx, fcancel := context.WithTimeout(runCtx, d)
-				done := p.Run(fctx, s, seed)
-				fcancel()
-				p.Resume()
-				outMu.Lock()
-				injected = append(injected, done...)
-				outMu.Unlock()
-				say("ok faults %d", len(done))
-			})
+			from := len(injected)
+			if !inject(n) {
+				say("error faults %d: interrupted after %d", n, len(injected)-from)
+				break loop
+			}
+			say("ok faults %d", n)
 		case "cut":
 			say("ok cut %d", p.Cut())
 		case "resume":
@@ -144,11 +157,9 @@ loop:
 			say("ok resume")
 		case "":
 		default:
-			say("error unknown command %q (want faults <duration>, cut or resume)", cmd)
+			say("error unknown command %q (want faults <count>, cut or resume)", cmd)
 		}
 	}
-	cancel()
-	wg.Wait()
 	for _, f := range injected {
 		say("fault %v", f)
 	}

@@ -3,16 +3,22 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ringcast/ringcast/server/ringtest/faultproxy"
 )
 
 // TestCommand drives the command as a test suite does: the first line
-// names the address and the seed, each command is answered, and stdin EOF
-// prints the faults and the counts and ends it.
+// names the address and the seed, each command is answered in order, and
+// stdin EOF prints the faults and the counts and ends it. It asserts on
+// counts and the seeded schedule only, never on what happens in a time.
 func TestCommand(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -59,39 +65,49 @@ func TestCommand(t *testing.T) {
 	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil { // echoed: the pair is live
 		t.Fatal(err)
 	}
-	for _, step := range []struct{ cmd, want string }{
+	// The commands are written at once: the replies come in their order
+	// (each faults is done before the next command is read), and faults
+	// answers with its count, however long its pauses take.
+	cmds := []struct{ cmd, want string }{
 		{"cut", "ok cut 1"},
 		{"resume", "ok resume"},
-		{"bogus", `error unknown command "bogus" (want faults <duration>, cut or resume)`},
-		{"faults nope", `error faults "nope": want a positive duration`},
-	} {
-		if _, err := io.WriteString(inW, step.cmd+"\n"); err != nil {
-			t.Fatal(err)
+		{"bogus", `error unknown command "bogus" (want faults <count>, cut or resume)`},
+		{"faults nope", `error faults "nope": want a count from 1 to 100000`},
+		{"faults 0", `error faults "0": want a count from 1 to 100000`},
+		{"faults 2", "ok faults 2"},
+		{"resume", "ok resume"},
+		{"faults 3", "ok faults 3"},
+		{"resume", "ok resume"},
+	}
+	var all strings.Builder
+	for _, c := range cmds {
+		all.WriteString(c.cmd + "\n")
+	}
+	go func() { _, _ = io.WriteString(inW, all.String()); inW.Close() }()
+	for _, c := range cmds {
+		if got := next(); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.cmd, got, c.want)
 		}
-		if got := next(); got != step.want {
-			t.Errorf("%s: got %q, want %q", step.cmd, got, step.want)
-		}
 	}
-	if _, err := io.WriteString(inW, "faults 20ms\n"); err != nil {
-		t.Fatal(err)
+	// After EOF: the schedule's first five faults, the second command
+	// going on from the first, then the counts (one cut by hand).
+	var want []string
+	counts := map[string]int{"cut": 1}
+	for _, f := range (faultproxy.Schedule{Every: time.Millisecond, MaxStall: 300 * time.Millisecond, MaxSlow: 300 * time.Millisecond, MaxDelay: 2 * time.Millisecond}).Faults(42, 5) {
+		want = append(want, "fault "+f.String())
+		counts[f.Kind]++
 	}
-	if got := next(); !strings.HasPrefix(got, "ok faults ") || got == "ok faults 0" {
-		t.Errorf("faults: got %q, want some injected", got)
-	}
-	inW.Close()
-	var last string
-	faults := 0
+	want = append(want, fmt.Sprintf("stats conns=1 cuts=%d stalls=%d slows=%d mid-frame-cuts=%d faults=%d",
+		counts["cut"], counts["stall"], counts["slow"], counts["cut-mid-frame"], 1+5))
+	var got []string
 	for out.Scan() {
-		last = out.Text()
-		if strings.HasPrefix(last, "fault +") {
-			faults++
-		}
+		got = append(got, out.Text())
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if faults == 0 || !regexp.MustCompile(`^stats conns=1 cuts=\d+ stalls=\d+ slows=\d+ mid-frame-cuts=\d+ faults=\d+$`).MatchString(last) {
-		t.Errorf("after EOF: %d fault lines, last line %q", faults, last)
+	if !slices.Equal(got, want) {
+		t.Errorf("after EOF:\ngot  %q\nwant %q", got, want)
 	}
 }
 
