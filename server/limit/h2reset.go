@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // H2Reset names the HTTP/2 rapid-reset limit.
 const H2Reset = "h2_reset"
 
-// h2Preface is what an HTTP/2 client sends first (RFC 9113, section 3.4).
+// h2Preface is the HTTP/2 client preface: what an HTTP/2 client sends first.
 const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 // errEnhanceYourCalm is what a watched connection's Read returns once the
@@ -27,32 +28,62 @@ var errEnhanceYourCalm = http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
 // the server work the client never waits for) and, for a penalty period,
 // refuses new connections from the client that did it, since such a
 // client redials at once. A client here is its remote IP: connections
-// carry no token. Cuts and refusals are counted and logged as H2Reset.
+// carry no token, and an IPv6 client is its /64 (one host commonly holds
+// a whole /64, and could otherwise dodge its penalty by changing
+// address). Cuts and refusals are counted and logged as H2Reset.
+//
+// At most maxPenalised clients serve a penalty at once: past that, a
+// connection over the bound is still cut but its client is not refused
+// afterwards (an attacker with that many addresses is not slowed by one
+// more refusal, and the guard's memory stays bounded).
 type ResetGuard struct {
 	l       *Limiter
-	rate    float64 // RST_STREAM frames per second per connection, and the bucket's size
-	penalty time.Duration
+	rate    float64       // RST_STREAM frames per second per connection, and the bucket's size
+	penalty time.Duration // <= 0: none
 	mu      sync.Mutex
 	until   map[string]time.Time // client → end of its penalty
-	held    map[string]net.Conn  // client → the one connection held unserved until its penalty ends
+	held    map[string]heldConn  // client → the one connection held unserved until its penalty ends
 	closed  bool                 // the listener closed: hold nothing more
 }
+
+// heldConn is a connection held unserved, and the timer that closes it
+// when its client's penalty ends.
+type heldConn struct {
+	c     net.Conn
+	timer *time.Timer
+}
+
+// maxPenalised bounds the clients serving a penalty at once, and
+// prunePerTrip how many penalties each cut checks for expiry, so a cut's
+// work under the lock is bounded however many clients are penalised.
+const (
+	maxPenalised = 1 << 16
+	prunePerTrip = 8
+)
 
 // ResetGuard returns a guard allowing each HTTP/2 connection rate
 // RST_STREAM frames per second (a bucket of as many) and refusing a client
 // for penalty after one of its connections went over. rate < 0: nil, no
-// guard (its methods then pass everything through).
+// guard (its methods then pass everything through). penalty <= 0: none,
+// a connection over the bound is cut and its client may reconnect at once.
 func (l *Limiter) ResetGuard(rate float64, penalty time.Duration) *ResetGuard {
 	if rate < 0 {
 		return nil
 	}
-	return &ResetGuard{l: l, rate: rate, penalty: penalty, until: make(map[string]time.Time), held: make(map[string]net.Conn)}
+	return &ResetGuard{l: l, rate: rate, penalty: penalty, until: make(map[string]time.Time), held: make(map[string]heldConn)}
 }
 
+// clientOf is c's client: "ip:" and its remote IPv4 address, or the /64
+// holding its IPv6 address.
 func clientOf(c net.Conn) string {
 	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
 	if err != nil {
 		host = c.RemoteAddr().String()
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Is6() && !ip.Is4In6() {
+		if p, err := ip.WithZone("").Prefix(64); err == nil {
+			return "ip:" + p.String()
+		}
 	}
 	return "ip:" + host
 }
@@ -71,10 +102,10 @@ func (g *ResetGuard) refused(c net.Conn) bool {
 		delete(g.until, id)
 		ok = false
 	}
-	hold := ok && g.held[id] == nil && !g.closed
+	_, busy := g.held[id]
+	hold := ok && !busy && !g.closed
 	if hold {
-		g.held[id] = c
-		time.AfterFunc(end.Sub(now), func() { g.release(id, c) })
+		g.held[id] = heldConn{c: c, timer: time.AfterFunc(end.Sub(now), func() { g.release(id, c) })}
 	}
 	g.mu.Unlock()
 	if !ok {
@@ -91,7 +122,7 @@ func (g *ResetGuard) refused(c net.Conn) bool {
 // release closes c, held for id, unless the listener's Close did.
 func (g *ResetGuard) release(id string, c net.Conn) {
 	g.mu.Lock()
-	if g.held[id] == c {
+	if h, ok := g.held[id]; ok && h.c == c {
 		delete(g.held, id)
 	}
 	g.mu.Unlock()
@@ -106,20 +137,38 @@ func (g *ResetGuard) penalised(id string) bool {
 	return ok && g.l.now().Before(end)
 }
 
-// trip starts id's penalty and counts and logs the cut.
+// trip starts id's penalty, if there is room for it, and counts and logs
+// the cut.
 func (g *ResetGuard) trip(id string) {
 	now := g.l.now()
-	g.mu.Lock()
-	if len(g.until) >= 1024 { // forget served penalties before growing
+	penalised := false
+	if g.penalty > 0 {
+		g.mu.Lock()
+		// Forget a few served penalties (map order is random, so
+		// successive cuts check different ones): bounded work per cut.
+		checked := 0
 		for k, end := range g.until {
+			if checked++; checked > prunePerTrip {
+				break
+			}
 			if !now.Before(end) {
 				delete(g.until, k)
 			}
 		}
+		if _, ok := g.until[id]; ok || len(g.until) < maxPenalised {
+			g.until[id] = now.Add(g.penalty)
+			penalised = true
+		}
+		g.mu.Unlock()
 	}
-	g.until[id] = now.Add(g.penalty)
-	g.mu.Unlock()
-	g.refuse(id, now, fmt.Sprintf("HTTP/2 connection sent GOAWAY (ENHANCE_YOUR_CALM): it reset streams faster than %g/s (max-h2-resets); new connections from this client are refused for %v (h2-reset-penalty)", g.rate, g.penalty))
+	msg := fmt.Sprintf("HTTP/2 connection sent GOAWAY (ENHANCE_YOUR_CALM): it reset streams faster than %g/s (max-h2-resets); new connections from this client are refused for %v (h2-reset-penalty)", g.rate, g.penalty)
+	switch {
+	case g.penalty <= 0:
+		msg = fmt.Sprintf("HTTP/2 connection sent GOAWAY (ENHANCE_YOUR_CALM): it reset streams faster than %g/s (max-h2-resets); no penalty (h2-reset-penalty)", g.rate)
+	case !penalised:
+		msg = fmt.Sprintf("HTTP/2 connection sent GOAWAY (ENHANCE_YOUR_CALM): it reset streams faster than %g/s (max-h2-resets); %d clients already serve a penalty, so this one is not refused", g.rate, maxPenalised)
+	}
+	g.refuse(id, now, msg)
 }
 
 func (g *ResetGuard) refuse(id string, now time.Time, msg string) {
@@ -161,16 +210,18 @@ func (ln *guardListener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close closes the listener and the connections it holds.
+// Close closes the listener and the connections it holds, and stops
+// their timers.
 func (ln *guardListener) Close() error {
 	g := ln.g
 	g.mu.Lock()
 	g.closed = true
 	held := g.held
-	g.held = make(map[string]net.Conn)
+	g.held = make(map[string]heldConn)
 	g.mu.Unlock()
-	for _, c := range held {
-		_ = c.Close()
+	for _, h := range held {
+		h.timer.Stop()
+		_ = h.c.Close()
 	}
 	return ln.Listener.Close()
 }
