@@ -39,8 +39,11 @@ const batchAttempts = 3
 // duplicate window, without saying which. So a key repeated inside the batch
 // is resolved here first (the earlier commit's receipt); and when JetStream
 // refuses the batch for a duplicate, the stream is read back for the
-// batch's keys (lookupKeys): the keys found get their original receipts,
-// and the remaining commits are published again as a new batch.
+// batch's keys (lookupKeys): the keys found get their original receipts;
+// keys it does not find that JetStream still knows (their original
+// discarded by the stream's limits) get the original seq from JetStream
+// itself, as Append does (resolveDiscarded); and the remaining commits are
+// published again as a new batch.
 //
 // The stream must allow atomic publish (AllowAtomicPublish, which Open sets
 // on a stream it creates); otherwise AppendBatch returns an error wrapping
@@ -94,6 +97,9 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 		}
 		found, err := l.lookupKeys(ctx, keys)
 		if err != nil {
+			return nil, err
+		}
+		if err := l.resolveDiscarded(ctx, at, keys, found); err != nil {
 			return nil, err
 		}
 		for _, i := range pending {
@@ -259,6 +265,101 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 		end = from - 1
 	}
 	return found, nil
+}
+
+// resolveDiscarded adds to found the receipts of the keys lookupKeys did
+// not find but JetStream still holds in its duplicate window: keys whose
+// original the stream's limits (max messages, bytes or age) discarded, or
+// that the read-back did not reach. JetStream refuses every batch holding
+// such a key, so each is answered as Append answers it: a duplicate with
+// the original's seq (from keySeq, which stores nothing) and the original's
+// time if the stream still holds it, else the retry's. The remaining
+// commits are then published as a batch, whole or not at all.
+func (l *Log) resolveDiscarded(ctx context.Context, at time.Time, keys map[string]bool, found map[string]hub.Receipt) error {
+	var missing []string
+	for k := range keys {
+		if _, ok := found[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if known, err := l.anyKnown(ctx, missing); err != nil || !known {
+		return err
+	}
+	info, err := l.Info(ctx)
+	if err != nil {
+		return err
+	}
+	raft := info.Cluster != nil && info.Cluster.RaftGroup != ""
+	for _, k := range missing {
+		seq, ok, err := l.keySeq(ctx, k, raft)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		t, err := l.originalTime(ctx, seq, at)
+		if err != nil {
+			return err
+		}
+		found[k] = hub.Receipt{Seq: seq, Time: t}
+	}
+	return nil
+}
+
+// neverLastSeq is a last sequence no stream reaches.
+const neverLastSeq = "9223372036854775807"
+
+// keySeq asks JetStream for the seq of the message whose Nats-Msg-Id is key
+// in its duplicate window, and stores nothing: it sends one empty message
+// with key as Nats-Msg-Id and an expectation no stream meets, one that
+// JetStream checks after the duplicate window. So JetStream answers a
+// known key as a duplicate with the original's seq (ok), and refuses any
+// other key for the expectation. Which expectation depends on where the
+// stream stores (raft: the stream has a Raft group, as in a cluster):
+//
+//   - with a Raft group, the stream's leader checks the duplicate window
+//     and then Nats-Expected-Last-Sequence before it proposes the message;
+//     the last-message-id expectation would be checked only once the
+//     message is replicated, and a message refused there stalls the
+//     stream's publishes (nats-server 2.15).
+//   - stored locally, the server checks Nats-Expected-Last-Sequence
+//     before the duplicate window, but Nats-Expected-Last-Msg-Id after it;
+//     a fresh inbox id is no message's id.
+//
+// A key still being stored by another publish is refused too (not ok): the
+// caller's batch then meets it again.
+func (l *Log) keySeq(ctx context.Context, key string, raft bool) (seq uint64, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	m := nats.NewMsg(l.subject)
+	m.Header.Set(jetstream.ExpectedStreamHeader, l.opts.Stream)
+	m.Header.Set(jetstream.MsgIDHeader, key)
+	if raft {
+		m.Header.Set(jetstream.ExpectedLastSeqHeader, neverLastSeq)
+	} else {
+		m.Header.Set(jetstream.ExpectedLastMsgIDHeader, nats.NewInbox())
+	}
+	resp, err := l.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		return 0, false, err
+	}
+	var ack pubAck
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return 0, false, fmt.Errorf("key lookup: bad answer: %w", err)
+	}
+	switch {
+	case ack.Error != nil:
+		return 0, false, nil
+	case !ack.Duplicate:
+		// Cannot happen (no stream meets the expectation); if it did, an
+		// empty message was stored: say so rather than hide it.
+		return 0, false, fmt.Errorf("key lookup: stored at seq %d", ack.Seq)
+	}
+	return ack.Seq, true, nil
 }
 
 // probeGroup bounds the keys of one anyKnown batch, below JetStream's

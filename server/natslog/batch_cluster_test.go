@@ -13,12 +13,14 @@ import (
 // nats-servers, a batch through replica A gets consecutive seqs; retried
 // through replica B (connected to another server) its keys are duplicates
 // with the original receipts, and a batch mixing a repeated key, a key deep
-// in the window and new keys appends the new ones only, in order.
+// in the window and new keys appends the new ones only, in order. A key
+// whose original the stream's limits discarded is a duplicate in a batch
+// too, with its original seq.
 func TestPublishBatchOnAnR3Stream(t *testing.T) {
 	servers, _ := cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	conn := func(i int) *natslog.Log {
+	conn := func(i int, opts natslog.Options) *natslog.Log {
 		nc, err := natslog.Connect([]string{servers[i].ClientURL()}, "", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -27,7 +29,7 @@ func TestPublishBatchOnAnR3Stream(t *testing.T) {
 		for {
 			// The cluster elects its meta leader first; until then
 			// creating the stream fails.
-			l, err := natslog.Open(ctx, nc, natslog.Options{Replicas: 3, Timeout: 2 * time.Second})
+			l, err := natslog.Open(ctx, nc, opts)
 			if err == nil {
 				return l
 			}
@@ -37,7 +39,8 @@ func TestPublishBatchOnAnR3Stream(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	la, lb := conn(0), conn(1)
+	r3 := natslog.Options{Replicas: 3, Timeout: 2 * time.Second}
+	la, lb := conn(0, r3), conn(1, r3)
 	a, b := newHub(t, la, 16), newHub(t, lb, 16)
 	first := publishBatch(t, a, commit("k1", 1), commit("", 2), commit("k3", 3))
 	for i, r := range first {
@@ -60,5 +63,15 @@ func TestPublishBatchOnAnR3Stream(t *testing.T) {
 	}
 	if n := lastSeq(t, la); n != head+2 {
 		t.Fatalf("last seq %d, want %d", n, head+2)
+	}
+	bounded := r3
+	bounded.Stream, bounded.MaxMsgs = "bounded", 4
+	c := newHub(t, conn(2, bounded), 16)
+	k := publish(t, c, "k", fact("t", "", 0))
+	for i := range 4 {
+		publish(t, c, "", fact("t", "", i+1))
+	}
+	if rs := publishBatch(t, c, commit("new", 1), commit("k", 2)); rs[0].Duplicate || rs[0].Seq != 6 || !rs[1].Duplicate || rs[1].Seq != k.Seq {
+		t.Fatalf("batch repeating a discarded key: %+v, want seq 6 and a duplicate of %d", rs, k.Seq)
 	}
 }

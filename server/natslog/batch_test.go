@@ -278,3 +278,36 @@ func TestARetriedBatchReadsTheWindowOnlyAsFarAsItsKeys(t *testing.T) {
 		t.Fatalf("receipts %+v, want %d and a duplicate of %+v", rs, recent.Seq+2, deep)
 	}
 }
+
+// TestABatchRepeatingAKeyWhoseOriginalWasDiscarded: the stream's limits
+// discarded a key's original, but the key is still in JetStream's
+// duplicate window. A batch repeating it beside a new key answers it as a
+// Publish does — a duplicate with the original's seq and the retry's time
+// — and appends the new commit alone; retried whole, the batch appends
+// nothing.
+func TestABatchRepeatingAKeyWhoseOriginalWasDiscarded(t *testing.T) {
+	_, nc := embedded(t, t.TempDir())
+	l := openLog(t, nc, natslog.Options{MaxMsgs: 4})
+	h := newHub(t, l, 16)
+	k := publish(t, h, "k", fact("t", "", 0))
+	for i := range 4 {
+		publish(t, h, "", fact("t", "", i+1))
+	}
+	if r := publish(t, h, "k", fact("t", "", 9)); !r.Duplicate || r.Seq != k.Seq {
+		t.Fatalf("Publish of the discarded key = %+v, want a duplicate of seq %d", r, k.Seq)
+	}
+	rs := publishBatch(t, h, commit("k", 10), commit("new", 11))
+	if !rs[0].Duplicate || rs[0].Seq != k.Seq || rs[1].Duplicate || rs[1].Seq != 6 {
+		t.Fatalf("receipts %+v, want a duplicate of seq %d and seq 6", rs, k.Seq)
+	}
+	if rs[0].Time.Equal(k.Time) {
+		t.Fatalf("the discarded original's time %v came back: it is gone with the message", k.Time)
+	}
+	again := publishBatch(t, h, commit("k", 10), commit("new", 11))
+	if !again[0].Duplicate || again[0].Seq != k.Seq || !again[1].Duplicate || again[1].Seq != 6 || !again[1].Time.Equal(rs[1].Time) {
+		t.Fatalf("retried batch %+v, want duplicates of %+v", again, rs)
+	}
+	if n := lastSeq(t, l); n != 6 {
+		t.Fatalf("last seq %d, want 6", n)
+	}
+}
