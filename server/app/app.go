@@ -328,15 +328,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 
 	var err error
+	served := false // Serve returned: its listener is closed already
 	select {
 	case err = <-serveErr:
+		served = true
 	case err = <-s.Hub.Failed(): // the log was replaced: drain, then exit with it
 	case <-ctx.Done():
 	}
 	s.health.drain()
 	stopDemo()
 	s.Hub.Drain()
-	if err == nil {
+	if !served {
 		// Stop accepting and wait for Serve to return: every connection
 		// it accepted has then been reported as StateNew. Its error now
 		// only reports the listener we closed.
