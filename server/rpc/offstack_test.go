@@ -3,13 +3,9 @@
 package rpc_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
-	"net"
-	"runtime"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -43,59 +39,13 @@ func TestIdleStreamStacks(t *testing.T) {
 			req := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
 				ringcastv1connect.EventServiceSubscribeEventsProcedure, srv.Addr, wireContentType(p), len(body), body)
 
-			before := stacksAfterGC()
-			conns := make([]net.Conn, n)
-			for i := range conns {
-				c, err := net.Dial("tcp", srv.Addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				if _, err := c.Write(req); err != nil {
-					t.Fatal(err)
-				}
-				conns[i] = c
-			}
-			for deadline := time.Now().Add(time.Minute); h.Subscribers() < n; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) { // a hang guard only
-					t.Fatalf("%d of %d streams open", h.Subscribers(), n)
-				}
-			}
-			if _, err := h.Publish([]*ringcastv1.Fact{{Topic: "probe/live", Type: "x"}}, ""); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range conns { // every stream has written the live event
-				readUntil(t, c, []byte("probe/live"))
-			}
-			per := float64(stacksAfterGC()-before) / n
+			before := ringtest.StackInuseAfterGC()
+			ringtest.OpenRawStreams(t, srv, req, n)
+			per := float64(ringtest.StackInuseAfterGC()-before) / n
 			t.Logf("%s: %.0f bytes of goroutine stack per open stream", p, per)
 			if per > limit {
 				t.Fatalf("%.0f bytes of goroutine stack per open stream, want at most %d", per, limit)
 			}
 		})
 	}
-}
-
-func stacksAfterGC() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.StackInuse
-}
-
-// readUntil reads c until what it has read contains want.
-func readUntil(t *testing.T, c net.Conn, want []byte) {
-	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(time.Minute)) // a hang guard only
-	var got []byte
-	buf := make([]byte, 4096)
-	for !bytes.Contains(got, want) {
-		k, err := c.Read(buf)
-		if err != nil {
-			t.Fatalf("read: %v (after %q)", err, got)
-		}
-		got = append(got, buf[:k]...)
-	}
-	_ = c.SetReadDeadline(time.Time{})
 }

@@ -1,0 +1,72 @@
+package ringtest
+
+import (
+	"bytes"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// rawStreamsGuard is the hang guard of OpenRawStreams: for the streams to
+// open and for each to deliver the probe.
+const rawStreamsGuard = time.Minute
+
+// OpenRawStreams opens n streams on srv from raw client connections (no
+// client goroutines): each dials srv, writes req (a whole HTTP/1.1 request
+// for a stream), and is read until it has delivered a live event. It waits
+// until the hub counts n subscribers, publishes one fact of topic
+// "probe/live", and reads each connection until that topic arrives, so
+// every stream has received its caught-up signal and a live event. The
+// connections close when the test ends.
+func OpenRawStreams(t testing.TB, srv *Server, req []byte, n int) []net.Conn {
+	t.Helper()
+	h := srv.Hub()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", srv.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	for deadline := time.Now().Add(rawStreamsGuard); h.Subscribers() < int64(n); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) { // a hang guard only
+			t.Fatalf("%d of %d streams open", h.Subscribers(), n)
+		}
+	}
+	if _, err := h.Publish([]*ringcastv1.Fact{{Topic: "probe/live", Type: "x"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	probe := []byte("probe/live")
+	buf := make([]byte, 4096)
+	for _, c := range conns { // every stream has written the live event
+		_ = c.SetReadDeadline(time.Now().Add(rawStreamsGuard)) // a hang guard only
+		var got []byte
+		for !bytes.Contains(got, probe) {
+			k, err := c.Read(buf)
+			if err != nil {
+				t.Fatalf("read: %v (after %q)", err, got)
+			}
+			got = append(got, buf[:k]...)
+		}
+		_ = c.SetReadDeadline(time.Time{})
+	}
+	return conns
+}
+
+// StackInuseAfterGC returns the bytes of goroutine stack in use after two
+// garbage collections (which free the stacks of finished goroutines).
+func StackInuseAfterGC() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.StackInuse
+}
