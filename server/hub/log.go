@@ -48,7 +48,8 @@ type Log interface {
 	Follow(ctx context.Context, from uint64, apply func(*Event)) error
 }
 
-// ErrLogReplaced is wrapped by the error of a Log's Range or Follow when the
+// ErrLogReplaced is wrapped by the error of a Log's Range or Follow, or of
+// an Append or AppendBatch whose commit landed in the new storage, when the
 // storage it was opened on was replaced by another under the same name (a
 // JetStream stream deleted and created again): its seqs no longer belong to
 // Epoch. The hub then drains, follows the Log no more and reports the error

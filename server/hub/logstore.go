@@ -124,6 +124,14 @@ func (h *Hub) fail(err error) {
 	})
 }
 
+// failIfReplaced fails the hub when a Log's append found the Log replaced
+// (an error wrapping ErrLogReplaced), as Range and Follow do.
+func (h *Hub) failIfReplaced(err error) {
+	if errors.Is(err, ErrLogReplaced) {
+		h.fail(err)
+	}
+}
+
 // ingest puts a commit read from the Log into the ring and the state table.
 func (h *Hub) ingest(ev *Event) {
 	h.mu.Lock()
@@ -173,6 +181,7 @@ func (h *Hub) publishLog(ctx context.Context, c Commit) (Receipt, error) {
 	}
 	r, err := h.log.Append(ctx, now, c)
 	if err != nil {
+		h.failIfReplaced(err)
 		return Receipt{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	r.Epoch = h.epoch

@@ -205,6 +205,7 @@ func (h *Hub) publishBatchLog(ctx context.Context, commits []Commit) ([]Receipt,
 		return nil, err // the store's setting, not an outage: retrying will not help
 	}
 	if err != nil {
+		h.failIfReplaced(err)
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	var top uint64

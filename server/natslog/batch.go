@@ -77,8 +77,12 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 		if len(pending) == 0 {
 			break
 		}
+		known := l.head.Load()
 		last, err := l.publishBatch(ctx, at, commits, pending)
 		if err == nil {
+			if first := last - uint64(len(pending)-1); first <= known {
+				return nil, l.replacedAck(first, known) // see replacedAck
+			}
 			l.saw(last)
 			for k, i := range pending {
 				rs[i] = hub.Receipt{Seq: last - uint64(len(pending)-1-k), Time: at}

@@ -235,9 +235,13 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
+	known := l.head.Load()
 	ack, err := l.js.PublishMsg(ctx, m)
 	if err != nil {
 		return hub.Receipt{}, err
+	}
+	if !ack.Duplicate && ack.Sequence <= known {
+		return hub.Receipt{}, l.replacedAck(ack.Sequence, known)
 	}
 	// A duplicate's PubAck carries the original's stream sequence (JetStream
 	// keeps it with the key for the duplicate window; a key whose original
@@ -333,6 +337,27 @@ func (l *Log) same(info *jetstream.StreamInfo) error {
 	}
 	return fmt.Errorf("%w: JetStream stream %q was created again at %s; this replica opened the one created at %s (epoch %s)",
 		hub.ErrLogReplaced, l.opts.Stream, info.Created.UTC().Format(time.RFC3339Nano), l.created.UTC().Format(time.RFC3339Nano), hub.FormatEpoch(l.epoch))
+}
+
+// replacedAck is the error of a new (not duplicate) commit that JetStream
+// stored at seq, no higher than known, the head this Log had seen before it
+// sent the commit. In one stream that cannot be: the head only comes from
+// this stream (acks, Follow, and Range, which checks the stream's creation
+// time first), so a commit already stored at known when the publish was
+// sent, and JetStream gives each new message a seq above every message
+// stored before it. Publishes from other replicas cannot cause it either:
+// however they interleave, a message stored after known was stored gets a
+// higher seq, and known is read before the publish is sent, never after
+// (a later ack or followed commit may raise the head meanwhile; the check
+// does not look at it). So the stream was deleted and created again, and
+// the commit is in the new one: answering it with this Log's epoch would
+// point at another commit. The error wraps hub.ErrLogReplaced, on which
+// the hub drains (Hub.Failed). A commit the new stream stores above known
+// is not caught here; Range (about every second) and Follow catch the
+// replacement.
+func (l *Log) replacedAck(seq, known uint64) error {
+	return fmt.Errorf("%w: JetStream stream %q stored a new commit at seq %d, yet this replica had seen seq %d of the stream it opened (epoch %s)",
+		hub.ErrLogReplaced, l.opts.Stream, seq, known, hub.FormatEpoch(l.epoch))
 }
 
 // checkSame asks JetStream for the stream and returns what same says.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,5 +66,91 @@ func TestAStreamCreatedAgainStopsTheReplica(t *testing.T) {
 	}
 	if err := l.Follow(ctx, 4, func(*hub.Event) { t.Error("Follow applied a commit of the new stream") }); !errors.Is(err, hub.ErrLogReplaced) {
 		t.Fatalf("Follow: %v, want ErrLogReplaced", err)
+	}
+}
+
+// TestAPublishIntoAStreamCreatedAgainIsAnError: right after the stream is
+// deleted and created again, before any range check, a publish or a batch
+// that JetStream stores in the new stream at a seq the replica has already
+// seen is an error wrapping ErrLogReplaced, never a receipt with the old
+// epoch; a hub answers it unavailable (or draining) and fails.
+func TestAPublishIntoAStreamCreatedAgainIsAnError(t *testing.T) {
+	_, nc := embedded(t, t.TempDir())
+	l := openLog(t, nc, natslog.Options{})
+	other := openLog(t, nc, natslog.Options{}) // no hub: nothing checks its range
+	h := newHub(t, l, 16)
+	for i := range 3 {
+		publish(t, h, "", fact("t", "", i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, last, err := other.Range(ctx); err != nil || last != 3 {
+		t.Fatalf("Range = %d, %v", last, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, natslog.DefaultStream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: natslog.DefaultStream, Subjects: []string{natslog.Subject(natslog.DefaultStream)},
+		AllowDirect: true, AllowAtomicPublish: true}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.Publish([]*ringcastv1.Fact{fact("t", "", 9)}, ""); err == nil || (!errors.Is(err, hub.ErrLogReplaced) && !errors.Is(err, hub.ErrDraining)) {
+		t.Fatalf("publish into the new stream: %+v, %v; want an error wrapping ErrLogReplaced (or ErrDraining)", r, err)
+	}
+	if r, err := other.Append(ctx, time.Now(), commit("", 10)); !errors.Is(err, hub.ErrLogReplaced) {
+		t.Fatalf("Append into the new stream: %+v, %v; want ErrLogReplaced", r, err)
+	}
+	if rs, err := other.AppendBatch(ctx, time.Now(), []hub.Commit{commit("", 11), commit("", 12)}); !errors.Is(err, hub.ErrLogReplaced) {
+		t.Fatalf("AppendBatch into the new stream: %+v, %v; want ErrLogReplaced", rs, err)
+	}
+	select {
+	case err := <-h.Failed():
+		if !errors.Is(err, hub.ErrLogReplaced) {
+			t.Fatalf("Failed: %v, want ErrLogReplaced", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the hub did not fail")
+	}
+	if st := h.Status(); st.State != ringcastv1.ServerState_SERVER_STATE_DRAINING {
+		t.Fatalf("state %v, want DRAINING", st.State)
+	}
+}
+
+// TestConcurrentPublishesFromTwoReplicasAreNeverTakenForAReplacedStream:
+// publishes and batches from two replicas at once, each replica seeing the
+// other's commits arrive while its own acks are in flight, all get
+// receipts.
+func TestConcurrentPublishesFromTwoReplicasAreNeverTakenForAReplacedStream(t *testing.T) {
+	ns, nc := embedded(t, t.TempDir())
+	a, b := newHub(t, openLog(t, nc, natslog.Options{}), 64), newHub(t, openLog(t, connectTo(t, ns), natslog.Options{}), 64)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		h := []*hub.Hub{a, b}[g%2]
+		wg.Go(func() {
+			for i := range 40 {
+				var err error
+				if i%4 == 0 {
+					_, err = h.PublishBatch(ctx, []hub.Commit{commit("", i), commit("", i+1)})
+				} else {
+					_, err = h.Publish([]*ringcastv1.Fact{fact("t", "", i)}, "")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
