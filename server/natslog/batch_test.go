@@ -251,7 +251,8 @@ func TestGoClientPublishBatchOnTheEmbeddedStore(t *testing.T) {
 // key published just before it, beside a new key, reads one chunk of the
 // stream back (JetStream then says the new key is not in its window), not
 // the whole duplicate window; a key deep in the window, beside a new one,
-// is still found with its original receipt.
+// is still found with its original receipt, by reading back as far as it
+// is and no further.
 func TestARetriedBatchReadsTheWindowOnlyAsFarAsItsKeys(t *testing.T) {
 	_, nc := embedded(t, t.TempDir())
 	l := openLog(t, nc, natslog.Options{})
@@ -273,9 +274,15 @@ func TestARetriedBatchReadsTheWindowOnlyAsFarAsItsKeys(t *testing.T) {
 	if now, _ := l.DirectGets(); now-gets != 1 {
 		t.Fatalf("looking up a key just published took %d direct gets, want 1 (of %d commits)", now-gets, recent.Seq)
 	}
+	gets, _ = l.DirectGets()
+	head := lastSeq(t, l)
 	rs = publishBatch(t, h, commit("new2", 4), commit("deep", 5))
 	if rs[0].Duplicate || rs[0].Seq != recent.Seq+2 || !rs[1].Duplicate || rs[1].Seq != deep.Seq || !rs[1].Time.Equal(deep.Time) {
 		t.Fatalf("receipts %+v, want %d and a duplicate of %+v", rs, recent.Seq+2, deep)
+	}
+	// Read back to the deep key, a chunk of 256 at a time, and no further.
+	if now, _ := l.DirectGets(); now-gets != (head+255)/256 {
+		t.Fatalf("looking up a key %d commits deep took %d direct gets, want %d", head, now-gets, (head+255)/256)
 	}
 }
 
