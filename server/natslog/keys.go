@@ -17,33 +17,63 @@ import (
 // AppendBatch): read the stream back for them, and ask JetStream about
 // those the read-back cannot find.
 
+// lookupTimeouts bounds a lookupKeys read-back: that many times the Log's
+// timeout.
+const lookupTimeouts = 4
+
+// cutoffMargin is read back past the duplicate window's age, for the
+// clocks of a cluster's NATS servers, which stamp messages and answer
+// StreamInfo, to differ by.
+const cutoffMargin = 2 * time.Second
+
 // lookupKeys finds, newest first, the commits of the stream's duplicate
 // window that carry one of keys as Nats-Msg-Id, and returns their receipts.
 // It reads the window back from the stream's last message, a chunk at a
-// time, until every key is found, a message is older than the window, or
-// JetStream says none of the keys still missing is in its window (anyKnown,
-// asked after the 1st, 2nd, 4th, 8th… chunk and after each chunk that found
-// a key): a retry is found near the stream's end, and new keys beside it do
-// not make the whole window read. Each request has the Log's timeout; ctx
-// bounds the whole.
+// time, until every key is found, a message is older than the window (by
+// the NATS server's clock: the StreamInfo's time less the window and
+// cutoffMargin), or JetStream says none of the keys still missing is in its
+// window (anyKnown, asked after the 1st, 2nd, 4th, 8th… chunk and after
+// each chunk that found a key): a retry is found near the stream's end, and
+// new keys beside it do not make the whole window read.
+//
+// A direct get may be answered by any replica of the stream, one behind
+// the leader included, which lacks the newest messages: a chunk whose
+// newest message is not the one at its end (the stream's last seq, as the
+// leader said, for the first chunk) stops the read-back, since what that
+// replica does not hold would be missed. So does the bound on the whole
+// read-back (lookupTimeouts). Keys found are right either way; the caller
+// asks JetStream's leader about those not found (resolveDiscarded).
+// Each request has the Log's timeout, and the read-back takes one of the
+// Log's read slots, as Read does.
 func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]hub.Receipt, error) {
+	select {
+	case l.reads <- struct{}{}:
+		defer func() { <-l.reads }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	info, err := l.Info(ctx)
 	if err != nil {
 		return nil, err
 	}
-	window := info.Config.Duplicates
-	oldest := time.Now().Add(-window)
+	var oldest time.Time // zero: no cutoff by age
+	if !info.TimeStamp.IsZero() {
+		oldest = info.TimeStamp.Add(-info.Config.Duplicates - cutoffMargin)
+	}
+	bound, cancelBound := context.WithTimeout(ctx, lookupTimeouts*l.opts.Timeout)
+	defer cancelBound()
 	first, last := info.State.FirstSeq, info.State.LastSeq
 	found := make(map[string]hub.Receipt)
 	const chunk = 256
 	for n, end := 1, last; end >= first && end > 0 && len(found) < len(keys); n++ {
 		from := max(first, end-min(end, chunk-1), 1)
-		older, had := false, len(found)
-		rctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+		older, had, newest := false, len(found), uint64(0)
+		rctx, cancel := context.WithTimeout(bound, l.opts.Timeout)
 		err := l.directGet(rctx, from, int(end-from+1), func(seq uint64, hdr nats.Header, data []byte) error {
 			if seq > end {
 				return nil
 			}
+			newest = max(newest, seq)
 			if ts, err := time.Parse(time.RFC3339Nano, hdr.Get(jetstream.TimeStampHeaer)); err == nil && ts.Before(oldest) {
 				older = true
 				return nil
@@ -62,10 +92,13 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 			return nil
 		})
 		cancel()
+		if err != nil && ctx.Err() == nil && bound.Err() != nil {
+			break // the read-back's bound: the caller asks about the rest
+		}
 		if err != nil {
 			return nil, err
 		}
-		if older || from == first || len(found) == len(keys) {
+		if older || newest < end || from == first || len(found) == len(keys) {
 			break
 		}
 		if len(found) > had || n&(n-1) == 0 {
@@ -75,7 +108,7 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 					missing = append(missing, k)
 				}
 			}
-			if known, err := l.anyKnown(ctx, missing); err == nil && !known {
+			if known, err := l.anyKnown(bound, missing); err == nil && !known {
 				break
 			}
 		}

@@ -256,25 +256,6 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	return r, nil
 }
 
-// originalTime is the time of the commit at seq, as its receipt said; at
-// (the retry's time) when the stream's limits discarded it.
-func (l *Log) originalTime(ctx context.Context, seq uint64, at time.Time) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
-	defer cancel()
-	msg, err := l.stream.GetMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return at, nil // discarded by the stream's limits: its time is gone
-	}
-	if err != nil {
-		return time.Time{}, err
-	}
-	ev, err := decode(l.epoch, msg.Sequence, msg.Header, msg.Data)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return ev.Time, nil
-}
-
 // message is the stream message of one commit: the commit event in the
 // payload, its key as Nats-Msg-Id, its W3C trace context as traceparent.
 func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {

@@ -121,6 +121,70 @@ func (l *Log) directGet(ctx context.Context, from uint64, max int, each func(seq
 	}
 }
 
+// originalTime is the time of the commit at seq, as its receipt said; at
+// (the retry's time) when the stream's limits discarded it. The stream's
+// leader answers (leaderGet): seq was just reported by the leader, and a
+// replica behind it may not hold it yet.
+func (l *Log) originalTime(ctx context.Context, seq uint64, at time.Time) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	hdr, data, err := l.leaderGet(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return at, nil // discarded by the stream's limits: its time is gone
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	ev, err := decode(l.epoch, seq, hdr, data)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return ev.Time, nil
+}
+
+// leaderGet reads the message at seq through JetStream's message get API,
+// which the stream's leader answers (a direct get may be answered by any
+// replica). It returns jetstream.ErrMsgNotFound when the stream does not
+// hold seq.
+func (l *Log) leaderGet(ctx context.Context, seq uint64) (nats.Header, []byte, error) {
+	req, err := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := l.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.opts.Stream, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var r struct {
+		Message *struct {
+			Header []byte `json:"hdrs"`
+			Data   []byte `json:"data"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return nil, nil, fmt.Errorf("message get: bad answer: %w", err)
+	}
+	if r.Error != nil {
+		if r.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, nil, jetstream.ErrMsgNotFound
+		}
+		return nil, nil, fmt.Errorf("message get: %w", r.Error)
+	}
+	if r.Message == nil {
+		return nil, nil, errors.New("message get: no message in the answer")
+	}
+	var hdr nats.Header
+	if len(r.Message.Header) > 0 {
+		if hdr, err = nats.DecodeHeadersMsg(r.Message.Header); err != nil {
+			return nil, nil, fmt.Errorf("message get: %w", err)
+		}
+	}
+	return hdr, r.Message.Data, nil
+}
+
 // consumerRead reads up to max messages from seq from with a short-lived
 // consumer. It returns hub.ErrTooOld when from is below the first seq.
 func (l *Log) consumerRead(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
