@@ -90,8 +90,9 @@ func resetUntilCut(t *testing.T, c net.Conn, scheme string) *http2.GoAwayFrame {
 
 // refused dials addr twice during a penalty: the first connection is
 // held unserved (closed when the test ends), and it reports whether the
-// second is closed at once (read fails with EOF or a reset, not the hang
-// guard's timeout). The server accepts them in order.
+// second is closed unanswered: it sends an HTTP/1.1 request, which a
+// served connection answers (over TLS, with a 400 for plaintext), and
+// reads nothing before EOF or a reset. The server accepts them in order.
 func refused(t *testing.T, addr string) bool {
 	t.Helper()
 	first, err := net.Dial("tcp", addr)
@@ -104,9 +105,10 @@ func refused(t *testing.T, addr string) bool {
 		return true
 	}
 	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	_, err = c.Read(make([]byte, 1))
-	return err != nil && !isTimeout(err)
+	_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n") // fails if already closed
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))                      // a hang guard only
+	n, err := c.Read(make([]byte, 1))
+	return n == 0 && err != nil && !isTimeout(err)
 }
 
 // checkCut: the connection got GOAWAY ENHANCE_YOUR_CALM after more resets
@@ -140,6 +142,7 @@ func TestRapidResetIsCutOverH2C(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
+	scrape2(t, held) // a request first: then the connection idles, kept alive
 
 	c, err := net.Dial("tcp", srv.Addr)
 	if err != nil {
@@ -156,7 +159,7 @@ func TestRapidResetIsCutOverH2C(t *testing.T) {
 }
 
 // TestRapidResetIsCutOverTLS: the same over TLS, where ALPN chose h2 and
-// the frames are read after decryption.
+// the frames are read after decryption; the three are counted too.
 func TestRapidResetIsCutOverTLS(t *testing.T) {
 	certFile, keyFile, pool := selfSigned(t)
 	cfg := ringtest.Config()
@@ -174,6 +177,12 @@ func TestRapidResetIsCutOverTLS(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
 	defer func() { cancel(); ringtest.Wait(t, done, 10*time.Second, "TLS server shutdown") }()
+	held, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	scrape2(t, held) // a request first: then the connection idles, kept alive
 
 	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
 	if err != nil {
@@ -186,6 +195,9 @@ func TestRapidResetIsCutOverTLS(t *testing.T) {
 	checkCut(t, resetUntilCut(t, c, "https"))
 	if !refused(t, ln.Addr().String()) {
 		t.Fatal("a new connection during the penalty was served")
+	}
+	if m := scrape2(t, held); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 3`) {
+		t.Fatalf("cut and refusal not counted:\n%s", grepLines(m, "ringcast_limit_rejections_total"))
 	}
 }
 
