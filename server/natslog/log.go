@@ -257,7 +257,7 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 }
 
 // message is the stream message of one commit: the commit event in the
-// payload, its key as Nats-Msg-Id, its W3C trace context as traceparent.
+// payload, its key as Nats-Msg-Id, its trace context as traceparent.
 func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	data, err := proto.Marshal(&ringcastv1.SubscribeEventsResponse{
 		EventTime: timestamppb.New(at),
@@ -278,8 +278,9 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	return m, nil
 }
 
-// traceparentHeader carries a commit's W3C trace context (the header's
-// name in HTTP, where the W3C defines it).
+// traceparentHeader is the message header that keeps a commit's trace
+// context, Commit.traceparent (docs/protocol.md, "Publish"), under the
+// same name as the request header a publish brings it in.
 const traceparentHeader = "traceparent"
 
 // decode turns a stored commit message into the hub's event.

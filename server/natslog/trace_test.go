@@ -11,7 +11,7 @@ import (
 	"github.com/ringcast/ringcast/server/natslog"
 )
 
-// TestTraceparentTravelsWithTheCommit: a commit published with a W3C
+// TestTraceparentTravelsWithTheCommit: a commit published with a
 // traceparent through replica A (Publish or PublishBatch) carries it on
 // every replica: on B from its ring (followed live) and from the stream
 // (a cursor older than B's ring), and after a restart rebuilds from the
