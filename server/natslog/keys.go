@@ -174,8 +174,8 @@ const neverLastSeq = "9223372036854775807"
 //   - with a Raft group, the stream's leader checks the duplicate window
 //     and then Nats-Expected-Last-Sequence before it proposes the message;
 //     the last-message-id expectation would be checked only once the
-//     message is replicated, and a message refused there stalls the
-//     stream's publishes (nats-server 2.15).
+//     message is replicated, and with nats-server 2.15.3 a message refused
+//     there left the stream's next publishes unanswered for seconds.
 //   - stored locally, the server checks Nats-Expected-Last-Sequence
 //     before the duplicate window, but Nats-Expected-Last-Msg-Id after it;
 //     a fresh inbox id is no message's id.
