@@ -13,6 +13,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/offstack"
 )
 
 // sharedEvent carries a hub event through connect's Send to the codec, so
@@ -72,8 +73,8 @@ func newJSONCodec(name string) *eventCodec {
 	return &eventCodec{
 		name:     name,
 		encoding: hub.EncodingJSON,
-		marshal:  framed(protojson.MarshalOptions{}.MarshalAppend),
-		append:   protojson.MarshalOptions{}.MarshalAppend,
+		marshal:  framed(offStack(protojson.MarshalOptions{}.MarshalAppend)),
+		append:   offStack(protojson.MarshalOptions{}.MarshalAppend),
 		// Strict: a JSON request with an unknown field or enum name (a
 		// typo such as "idempotency_Key" or "SNAPSHOT_FOO") fails with
 		// invalid_argument naming it, instead of silently meaning
@@ -81,6 +82,23 @@ func newJSONCodec(name string) *eventCodec {
 		// for forward compatibility (docs/limits.md).
 		unmarsh: protojson.UnmarshalOptions{}.Unmarshal,
 		stable:  protojson.MarshalOptions{}.Marshal,
+	}
+}
+
+// offStack runs a JSON marshal by offstack.Run. protojson's encoder is
+// deep: run on a stream's goroutine, the first control message or event
+// it encoded would grow that goroutine's stack to 16 KiB for the rest of
+// the stream's life (package offstack). Binary marshalling is shallow and
+// runs in place.
+func offStack(marshal func([]byte, proto.Message) ([]byte, error)) func([]byte, proto.Message) ([]byte, error) {
+	return func(dst []byte, m proto.Message) ([]byte, error) {
+		var b []byte
+		err := offstack.Run(func() error {
+			var err error
+			b, err = marshal(dst, m)
+			return err
+		})
+		return b, err
 	}
 }
 
