@@ -83,12 +83,10 @@ func TestHealthAndReflectionAreServed(t *testing.T) {
 	}
 }
 
-// TestTLSServesAllProtocols: with a certificate the same port speaks TLS,
-// HTTP/2 via ALPN for gRPC and HTTP/1.1 for the others.
-func TestTLSServesAllProtocols(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t)
-	cfg := ringtest.Config()
-	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
+// serveLoopback runs app.New(cfg) (returned) on a loopback listener until cancel is
+// called; done receives what Serve returned.
+func serveLoopback(t *testing.T, cfg app.Config) (s *app.Server, addr string, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
 	s, err := app.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -98,9 +96,19 @@ func TestTLSServesAllProtocols(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	base := "https://" + ln.Addr().String()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	return s, ln.Addr().String(), cancel, served
+}
+
+// TestTLSServesAllProtocols: with a certificate the same port speaks TLS,
+// HTTP/2 via ALPN for gRPC and HTTP/1.1 for the others.
+func TestTLSServesAllProtocols(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	cfg := ringtest.Config()
+	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
+	s, addr, cancel, done := serveLoopback(t, cfg)
+	base := "https://" + addr
 	for _, p := range ringtest.Protocols {
 		t.Run(string(p), func(t *testing.T) {
 			hc := ringcast.NewHTTPClient(p)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
@@ -165,26 +164,16 @@ func TestRapidResetIsCutOverTLS(t *testing.T) {
 	cfg := ringtest.Config()
 	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
 	cfg.Edge.H2ResetPenalty = time.Hour
-	s, err := app.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	_, addr, cancel, done := serveLoopback(t, cfg)
 	defer func() { cancel(); ringtest.Wait(t, done, 10*time.Second, "TLS server shutdown") }()
-	held, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	held, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Close()
 	scrape2(t, held) // a request first: then the connection idles, kept alive
 
-	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +182,7 @@ func TestRapidResetIsCutOverTLS(t *testing.T) {
 		t.Fatalf("ALPN chose %q, want h2", p)
 	}
 	checkCut(t, resetUntilCut(t, c, "https"))
-	if !refused(t, ln.Addr().String()) {
+	if !refused(t, addr) {
 		t.Fatal("a new connection during the penalty was served")
 	}
 	if m := scrape2(t, held); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 3`) {

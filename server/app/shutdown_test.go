@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
-	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
@@ -28,19 +26,8 @@ import (
 func TestShutdownDoesNotWaitForUnusedConnections(t *testing.T) {
 	cfg := ringtest.Config()
 	cfg.ShutdownGrace = 10 * time.Second
-	s, err := app.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
+	s, addr, cancel, done := serveLoopback(t, cfg)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
 
 	aborted, _ := subscribeRaw(t, addr)
 	aborted.Close() // the client aborts its stream: undici destroys the socket

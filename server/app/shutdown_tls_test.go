@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
@@ -26,23 +24,13 @@ func TestShutdownDrainsGRPCOverTLS(t *testing.T) {
 	cfg := ringtest.Config()
 	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
 	cfg.ShutdownGrace = 10 * time.Second
-	s, err := app.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	_, addr, cancel, done := serveLoopback(t, cfg)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
 
 	hc := ringcast.NewHTTPClient(ringcast.ProtocolGRPC)
 	hc.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
 	defer hc.CloseIdleConnections()
-	c := ringcast.NewClient("https://"+ln.Addr().String(), ringcast.WithProtocol(ringcast.ProtocolGRPC), ringcast.WithHTTPClient(hc))
+	c := ringcast.NewClient("https://"+addr, ringcast.WithProtocol(ringcast.ProtocolGRPC), ringcast.WithHTTPClient(hc))
 	streamCtx, stopStream := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard only
 	defer stopStream()
 	stream, err := c.RPC().SubscribeEvents(streamCtx, connect.NewRequest(&ringcastv1.SubscribeEventsRequest{}))
