@@ -159,19 +159,23 @@ func (r *loadRun) openStreams(ctx context.Context, n int, rpcs []ringcastv1conne
 	return nil
 }
 
+// failed counts a stream's error: as a stream that ended once it was
+// live, as a failure to open before that.
+func (r *loadRun) failed(err error, live bool) {
+	r.noteErr(err)
+	if live {
+		r.streamEnds.Add(1)
+	} else {
+		r.openFailures.Add(1)
+	}
+}
+
 // subscribe reads one stream until ctx ends, calling caughtUp once the
 // stream is live (or has failed).
 func (r *loadRun) subscribe(ctx context.Context, s *loadSub, rpc ringcastv1connect.EventServiceClient, since uint64, caughtUp func()) {
 	defer s.done.Store(true)
 	live := false
-	fail := func(err error) {
-		r.noteErr(err)
-		if live {
-			r.streamEnds.Add(1)
-		} else {
-			r.openFailures.Add(1)
-		}
-	}
+	fail := func(err error) { r.failed(err, live) }
 	stream, err := rpc.SubscribeEvents(ctx, connect.NewRequest(&ringcastv1.SubscribeEventsRequest{
 		SinceSeq: since, InstanceEpoch: r.epoch,
 	}))

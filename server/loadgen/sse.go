@@ -25,14 +25,7 @@ var caughtUpLine = []byte("event: caught-up")
 func (r *loadRun) subscribeSSE(ctx context.Context, s *loadSub, caughtUp func()) {
 	defer s.done.Store(true)
 	live := false
-	fail := func(err error) {
-		r.noteErr(err)
-		if live {
-			r.streamEnds.Add(1)
-		} else {
-			r.openFailures.Add(1)
-		}
-	}
+	fail := func(err error) { r.failed(err, live) }
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.Server+"/events", nil)
 	if err != nil {
 		fail(err)
