@@ -13,8 +13,8 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 
 import { EventService, FactSchema } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
-import { isTokenExpired, subscribe, type FactItem } from "../src/index.js";
-import { protocols, serverBinary, startServer, transportFor, withTimeout } from "./harness.js";
+import { isTokenExpired, subscribe } from "../src/index.js";
+import { protocols, serverBinary, startServer, transportFor, withTimeout, readUntilEnd } from "./harness.js";
 
 const fastBackoff = { initialMs: 10, maxMs: 100, minMs: 2 };
 
@@ -28,8 +28,6 @@ function mint(sub: string, ttl: string, publish: string[], subscribe: string[]):
   for (const t of subscribe) args.push("--subscribe", t);
   return execFileSync(serverBinary(), args, { encoding: "utf8" }).trim();
 }
-
-const label = (f: FactItem) => `${f.seq}/${f.index}${f.last ? "$" : ""}`;
 
 describe("with --auth jwt", { concurrency: true }, () => {
   const publisherToken = mint("publisher", "1h", ["auth"], []);
@@ -68,18 +66,9 @@ describe("with --auth jwt", { concurrency: true }, () => {
           const seq = await publish(-1, ["auth/t"], "x.end");
           published.push(`${seq}/0$`);
         })();
-        const got: string[] = [];
-        const kinds = new Set<string>();
-        const consume = (async () => {
-          for await (const item of sub) {
-            kinds.add(item.kind);
-            if (item.kind !== "fact") continue;
-            got.push(label(item));
-            if (item.type === "x.end") break;
-          }
-        })();
+        const consume = readUntilEnd(sub);
         await publisher;
-        await withTimeout(consume, 20_000, "consume everything published");
+        const { got, kinds } = await withTimeout(consume, 20_000, "consume everything published");
         assert.deepEqual(got, published);
         assert.ok(!kinds.has("resynced"), "an expiry is not a resync");
         // Tokens live at most 2 s and the feed runs 4.5 s: at least one

@@ -18,6 +18,7 @@ import {
 import { createConnectTransport as createWebConnectTransport, createGrpcWebTransport as createWebGrpcWebTransport } from "@connectrpc/connect-web";
 
 import { EventService, FactSchema } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+import type { StreamItem } from "../src/index.js";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -209,4 +210,20 @@ export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): P
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * readUntilEnd reads sub until a fact of type "x.end": the facts' labels
+ * (`seq/index`, `$` on a commit's last fact) and every item kind seen.
+ */
+export async function readUntilEnd(sub: AsyncIterable<StreamItem>): Promise<{ got: string[]; kinds: Set<string> }> {
+  const got: string[] = [];
+  const kinds = new Set<string>();
+  for await (const item of sub) {
+    kinds.add(item.kind);
+    if (item.kind !== "fact") continue;
+    got.push(`${item.seq}/${item.index}${item.last ? "$" : ""}`);
+    if (item.type === "x.end") break;
+  }
+  return { got, kinds };
 }

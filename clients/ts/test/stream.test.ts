@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 import { Reason, formatEpoch, publish as publishCommit, subscribe, type ConnectionEvent, type StreamItem } from "../src/index.js";
-import { protocols, publish, startServer, transportFor, withTimeout, type Server } from "./harness.js";
+import { protocols, publish, startServer, transportFor, withTimeout, readUntilEnd, type Server } from "./harness.js";
 
 const fastBackoff = { minMs: 20, initialMs: 50, maxMs: 300 };
 
@@ -194,18 +194,9 @@ describe("with a 1s lease", { concurrency: true }, () => {
           const seq = await publish(srv.url, [{ topic: "lease/t", type: "x.end", data: {} }]);
           published.push(`${seq}/0$`);
         })();
-        const got: string[] = [];
-        const kinds = new Set<string>();
-        const consume = (async () => {
-          for await (const item of sub) {
-            kinds.add(item.kind);
-            if (item.kind !== "fact") continue;
-            got.push(label(item));
-            if (item.type === "x.end") break;
-          }
-        })();
+        const consume = readUntilEnd(sub);
         await publisher;
-        await withTimeout(consume, 10_000, "consume everything published");
+        const { got, kinds } = await withTimeout(consume, 10_000, "consume everything published");
         assert.deepEqual(got, published);
         assert.ok(!kinds.has("resynced"), "a lease end is not a resync");
         const connects = conn.filter((e) => e.state === "connecting");
