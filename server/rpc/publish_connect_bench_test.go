@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -16,7 +17,9 @@ import (
 
 // BenchmarkPublishConnect measures the server's cost of one Connect unary
 // Publish (a one-fact commit, 100-byte binary payload, or the small struct
-// payload of the other benchmarks) over a real HTTP/1.1 keep-alive
+// payload of the other benchmarks, in binary; or, as the load tool sends
+// it, a Connect JSON request with a small JSON object and 100 bytes of
+// padding) over a real HTTP/1.1 keep-alive
 // connection on loopback, through the production assembly. The client is a
 // raw connection that writes a prepared request and reads the response
 // without decoding it, so allocs/op and B/op are almost all the server's
@@ -37,26 +40,32 @@ func BenchmarkPublishConnect(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			s := benchServer(b)
-			runRawPublishes(b, s.Addr, body)
+			runRawPublishes(b, s.Addr, "application/proto", body)
 		})
 	}
+	b.Run("json", func(b *testing.B) {
+		body := []byte(`{"facts":[{"topic":"bench/t","type":"bench","data":{"seq":1,"ts":123,"pad":"` +
+			strings.Repeat("x", 100) + `"}}]}`)
+		s := benchServer(b)
+		runRawPublishes(b, s.Addr, "application/json", body)
+	})
 	b.Run("client-only", func(b *testing.B) {
 		body, _ := proto.Marshal(payloads["binary-100B"])
 		ln := fixedResponder(b)
-		runRawPublishes(b, ln, body)
+		runRawPublishes(b, ln, "application/proto", body)
 	})
 }
 
-// runRawPublishes sends b.N Connect unary Publish requests on one
-// connection to addr and reads each response.
-func runRawPublishes(b *testing.B, addr string, body []byte) {
+// runRawPublishes sends b.N Connect unary Publish requests with the given
+// content type on one connection to addr and reads each response.
+func runRawPublishes(b *testing.B, addr, contentType string, body []byte) {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	req := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/proto\r\nConnect-Protocol-Version: 1\r\nContent-Length: %d\r\n\r\n",
-		ringcastv1connect.EventServicePublishProcedure, addr, len(body))
+	req := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nConnect-Protocol-Version: 1\r\nContent-Length: %d\r\n\r\n",
+		ringcastv1connect.EventServicePublishProcedure, addr, contentType, len(body))
 	req = append(req, body...)
 	r := bufio.NewReaderSize(conn, 4096)
 	cpu0, ok0 := processCPU()
