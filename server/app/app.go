@@ -21,6 +21,7 @@ import (
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/buildinfo"
 	"github.com/ringcast/ringcast/server/console"
@@ -236,7 +237,8 @@ func New(cfg Config) (*Server, error) {
 	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)
 	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes,
 		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), readTimeoutInterceptor{}))...)
-	mux.Handle(rpcPath, guardRPC(mw, withReadTimeout(cfg.Edge.ReadTimeout, rpcHandler)))
+	streams := streamingPaths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))
+	mux.Handle(rpcPath, guardRPC(mw, withReadTimeout(cfg.Edge.ReadTimeout, streams, rpcHandler)))
 	health := newHealth()
 	health.handle(mux)
 	if !cfg.DisableReflection {

@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 	"golang.org/x/net/http2"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/ringcast/ringcast/server/limit"
 )
@@ -150,14 +151,35 @@ type readDoneKey struct{}
 // read deadline is set when the request arrives, and cleared once a
 // stream's request message has been read (readTimeoutInterceptor), so a
 // long stream is not cut by it. A body trickled slower fails the request
-// and closes its connection.
-func withReadTimeout(d time.Duration, next http.Handler) http.Handler {
+// and closes its connection. Only a request for one of streams' paths
+// carries the function that clears the deadline (in its context); any
+// other request is unary, or answered with an error, and ends with its
+// body read, so it is passed on as it came.
+func withReadTimeout(d time.Duration, streams map[string]bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !streams[r.URL.Path] {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+			next.ServeHTTP(w, r)
+			return
+		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(d))
 		clear := func() { _ = rc.SetReadDeadline(time.Time{}) }
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), readDoneKey{}, clear)))
 	})
+}
+
+// streamingPaths are the URL paths of service's streaming methods (as
+// Connect, gRPC and gRPC-Web route them: /package.Service/Method).
+func streamingPaths(service protoreflect.ServiceDescriptor) map[string]bool {
+	paths := make(map[string]bool)
+	methods := service.Methods()
+	for i := range methods.Len() {
+		if md := methods.Get(i); md.IsStreamingClient() || md.IsStreamingServer() {
+			paths["/"+string(service.FullName())+"/"+string(md.Name())] = true
+		}
+	}
+	return paths
 }
 
 // readTimeoutInterceptor clears a stream's read deadline after its request

@@ -267,6 +267,41 @@ func TestTrickledBodyIsCut(t *testing.T) {
 	}
 }
 
+// TestStreamOutlivesReadTimeout: --read-timeout bounds reading a stream's
+// request, not the stream: a stream still open well past it delivers the
+// next commit, on all three protocols.
+func TestStreamOutlivesReadTimeout(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Edge.ReadTimeout = 100 * time.Millisecond
+	srv := ringtest.Start(t, cfg)
+	for _, p := range ringtest.Protocols {
+		t.Run(string(p), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			topic := "edge/read-timeout/" + string(p)
+			stream, err := srv.Client(p).SubscribeEvents(ctx, connect.NewRequest(&ringcastv1.SubscribeEventsRequest{Topics: []string{topic}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stream.Close()
+			if !stream.Receive() { // the stream's first message: its request was read
+				t.Fatalf("stream ended at once: %v", stream.Err())
+			}
+			time.Sleep(3 * cfg.Edge.ReadTimeout) // past the request's read deadline
+			facts := []*ringcastv1.Fact{{Topic: topic, Type: "t", Payload: &ringcastv1.Fact_Data{Data: &structpb.Struct{}}}}
+			if _, err := srv.Hub().Publish(facts, ""); err != nil {
+				t.Fatal(err)
+			}
+			for stream.Receive() {
+				if fs := stream.Msg().GetCommit().GetFacts(); len(fs) == 1 && fs[0].GetTopic() == topic {
+					return
+				}
+			}
+			t.Fatalf("stream ended before the commit published after the read timeout: %v", stream.Err())
+		})
+	}
+}
+
 // TestMalformedStreamRequestsAreInvalidArgument: a SubscribeEvents request
 // that is truncated, empty or holds two messages is invalid_argument on
 // Connect and gRPC-Web (connect-go alone answers internal and

@@ -35,7 +35,7 @@ func newWriteGuard(timeout time.Duration, log *slog.Logger) *writeGuard {
 // wrap guards next's writes.
 func (g *writeGuard) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gw := &guardedWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+		gw := &guardedWriter{ResponseWriter: w}
 		g.mu.Lock()
 		g.writers[gw] = struct{}{}
 		g.mu.Unlock()
@@ -69,7 +69,7 @@ func (g *writeGuard) sweep(now time.Time) {
 	for w := range g.writers {
 		if since := w.since.Load(); since != 0 && since < limit {
 			// Aborts the blocked write; the stream's Send then fails.
-			_ = w.rc.SetWriteDeadline(now)
+			_ = w.controller().SetWriteDeadline(now)
 			if !w.cut.Swap(true) {
 				g.cuts.Add(1)
 			}
@@ -82,8 +82,14 @@ func (g *writeGuard) sweep(now time.Time) {
 type guardedWriter struct {
 	http.ResponseWriter
 	cut   atomic.Bool // counted as cut
-	rc    *http.ResponseController
 	since atomic.Int64
+}
+
+// controller controls the underlying writer. It is made where it is used
+// (on the caller's stack) rather than kept, which would cost every request
+// an allocation.
+func (w *guardedWriter) controller() *http.ResponseController {
+	return http.NewResponseController(w.ResponseWriter)
 }
 
 func (w *guardedWriter) Write(p []byte) (int, error) {
@@ -99,7 +105,7 @@ func (w *guardedWriter) Flush() { _ = w.FlushError() }
 func (w *guardedWriter) FlushError() error {
 	w.since.Store(time.Now().UnixNano())
 	defer w.since.Store(0)
-	return w.rc.Flush()
+	return w.controller().Flush()
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
