@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/eventjson"
 )
 
 // rawStreamsGuard is the hang guard of OpenRawStreams: for the streams to
@@ -17,10 +20,12 @@ const rawStreamsGuard = time.Minute
 // OpenRawStreams opens n streams on srv from raw client connections (no
 // client goroutines): each dials srv, writes req (a whole HTTP/1.1 request
 // for a stream), and is read until it has delivered a live event. It waits
-// until the hub counts n subscribers, publishes one fact of topic
-// "probe/live", and reads each connection until that topic arrives, so
-// every stream has received its caught-up signal and a live event. The
-// connections close when the test ends.
+// until the hub counts n subscribers, publishes a commit of two facts, one
+// of topic "probe/live" with data nested as deep as a stream encodes on
+// its own stack (eventjson.OnStack) and one of "other/x", and reads each connection until the probe arrives, so every
+// stream has received its caught-up signal and a live event (which a
+// stream filtered to "probe" encodes itself, the commit being trimmed).
+// The connections close when the test ends.
 func OpenRawStreams(t testing.TB, srv *Server, req []byte, n int) []net.Conn {
 	t.Helper()
 	h := srv.Hub()
@@ -41,7 +46,19 @@ func OpenRawStreams(t testing.TB, srv *Server, req []byte, n int) []net.Conn {
 			t.Fatalf("%d of %d streams open", h.Subscribers(), n)
 		}
 	}
-	if _, err := h.Publish([]*ringcastv1.Fact{{Topic: "probe/live", Type: "x"}}, ""); err != nil {
+	var level any = []any{1.5, "m", true}
+	for range eventjson.OnStack.MaxDepth - 2 {
+		level = map[string]any{"at": level}
+	}
+	data, err := structpb.NewStruct(map[string]any{"level": level})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probeFacts := []*ringcastv1.Fact{
+		{Topic: "probe/live", Type: "x", Payload: &ringcastv1.Fact_Data{Data: data}},
+		{Topic: "other/x", Type: "x"},
+	}
+	if _, err := h.Publish(probeFacts, ""); err != nil {
 		t.Fatal(err)
 	}
 	probe := []byte("probe/live")

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/eventjson"
 	"github.com/ringcast/ringcast/server/hub"
 	"github.com/ringcast/ringcast/server/offstack"
 )
@@ -61,8 +62,8 @@ func newProtoCodec() *eventCodec {
 	return &eventCodec{
 		name:     "proto",
 		encoding: hub.EncodingProto,
-		marshal:  framed(proto.MarshalOptions{}.MarshalAppend),
-		append:   proto.MarshalOptions{}.MarshalAppend,
+		marshal:  framed(appendProto),
+		append:   appendProto,
 		unmarsh:  proto.Unmarshal,
 		stable:   proto.MarshalOptions{Deterministic: true}.Marshal,
 		binary:   true,
@@ -73,8 +74,8 @@ func newJSONCodec(name string) *eventCodec {
 	return &eventCodec{
 		name:     name,
 		encoding: hub.EncodingJSON,
-		marshal:  framed(offStack(protojson.MarshalOptions{}.MarshalAppend)),
-		append:   offStack(protojson.MarshalOptions{}.MarshalAppend),
+		marshal:  framed(appendJSON),
+		append:   appendJSON,
 		// Strict: a JSON request with an unknown field or enum name (a
 		// typo such as "idempotency_Key" or "SNAPSHOT_FOO") fails with
 		// invalid_argument naming it, instead of silently meaning
@@ -85,21 +86,55 @@ func newJSONCodec(name string) *eventCodec {
 	}
 }
 
-// offStack runs a JSON marshal by offstack.Run. protojson's encoder is
-// deep: run on a stream's goroutine, the first control message or event
-// it encoded would grow that goroutine's stack to 16 KiB for the rest of
-// the stream's life (package offstack). Binary marshalling is shallow and
-// runs in place.
-func offStack(marshal func([]byte, proto.Message) ([]byte, error)) func([]byte, proto.Message) ([]byte, error) {
-	return func(dst []byte, m proto.Message) ([]byte, error) {
-		var b []byte
-		err := offstack.Run(func() error {
-			var err error
-			b, err = marshal(dst, m)
-			return err
-		})
-		return b, err
+// appendJSON appends m's protobuf JSON. A stream's commits and progress
+// are written by package eventjson, in place; its other messages by
+// protojson, whose encoder is deep, on a helper goroutine: run on a
+// stream's goroutine, it would grow that goroutine's stack to 16 KiB for
+// the rest of the stream's life (package offstack). Unary responses are
+// marshalled in place, as their requests are unmarshalled: their
+// goroutine's stack is not kept by a stream.
+func appendJSON(dst []byte, m proto.Message) ([]byte, error) {
+	r, ok := m.(*ringcastv1.SubscribeEventsResponse)
+	if !ok {
+		return protojson.MarshalOptions{}.MarshalAppend(dst, m)
 	}
+	if b, ok := eventjson.OnStack.Append(dst, r); ok {
+		return b, nil
+	}
+	return offStack(protojson.MarshalOptions{}.MarshalAppend, dst, m)
+}
+
+// appendProto appends m's binary encoding. Binary marshalling is shallow,
+// but not through a struct payload (Struct, Value and ListValue are nested
+// messages, each level a few frames): a stream's response holding one is
+// marshalled on a helper goroutine, as in appendJSON.
+func appendProto(dst []byte, m proto.Message) ([]byte, error) {
+	if r, ok := m.(*ringcastv1.SubscribeEventsResponse); ok && hasStructData(r) {
+		return offStack(proto.MarshalOptions{}.MarshalAppend, dst, m)
+	}
+	return proto.MarshalOptions{}.MarshalAppend(dst, m)
+}
+
+// hasStructData reports whether a response is a commit with a fact whose
+// payload is structured data.
+func hasStructData(r *ringcastv1.SubscribeEventsResponse) bool {
+	for _, f := range r.GetCommit().GetFacts() {
+		if f.GetData() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// offStack runs marshal by offstack.Run.
+func offStack(marshal func([]byte, proto.Message) ([]byte, error), dst []byte, m proto.Message) ([]byte, error) {
+	var b []byte
+	err := offstack.Run(func() error {
+		var err error
+		b, err = marshal(dst, m)
+		return err
+	})
+	return b, err
 }
 
 func (c *eventCodec) Name() string { return c.name }
@@ -140,17 +175,24 @@ const envelopePrefix = 5
 // enveloped form of a response with appendMsg.
 func framed(appendMsg func([]byte, proto.Message) ([]byte, error)) func(*ringcastv1.SubscribeEventsResponse) ([]byte, error) {
 	return func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
-		b, err := appendMsg(make([]byte, envelopePrefix, envelopePrefix+128), r)
-		if err != nil {
-			return nil, err
-		}
-		n := len(b) - envelopePrefix
-		if uint64(n) > math.MaxUint32 {
-			return nil, fmt.Errorf("rpc: message of %d bytes is too large for an envelope", n)
-		}
-		binary.BigEndian.PutUint32(b[1:envelopePrefix], uint32(n))
-		return b, nil
+		return appendEnvelope(make([]byte, 0, envelopePrefix+128), r, appendMsg)
 	}
+}
+
+// appendEnvelope appends r as one stream message (envelope prefix and
+// encoding by appendMsg) to dst; on error dst is returned as it was.
+func appendEnvelope(dst []byte, r *ringcastv1.SubscribeEventsResponse, appendMsg func([]byte, proto.Message) ([]byte, error)) ([]byte, error) {
+	start := len(dst)
+	b, err := appendMsg(append(dst, 0, 0, 0, 0, 0), r)
+	if err != nil {
+		return dst[:start], err
+	}
+	n := len(b) - start - envelopePrefix
+	if uint64(n) > math.MaxUint32 {
+		return dst[:start], fmt.Errorf("rpc: message of %d bytes is too large for an envelope", n)
+	}
+	binary.BigEndian.PutUint32(b[start+1:start+envelopePrefix], uint32(n))
+	return b, nil
 }
 
 func (c *eventCodec) Unmarshal(data []byte, msg any) error {

@@ -41,7 +41,8 @@ func TestIdleStreamStacks(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := ringtest.Start(t, ringtest.Config())
 			// From the start: a snapshot, then CaughtUp, then live.
-			msg, err := c.marshal(&ringcastv1.SubscribeEventsRequest{})
+			// Filtered, so each stream encodes the trimmed probe itself.
+			msg, err := c.marshal(&ringcastv1.SubscribeEventsRequest{Topics: []string{"probe"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,10 +17,12 @@ import (
 // codecs: the event's cached envelope (eventCodec.envelope) is appended to
 // a batch buffer, and Flush writes the whole batch with one Write and one
 // flush, with no per-message work in connect (no envelope struct, no
-// prefix write, no copy into connect's buffer). Everything else — control
-// messages, filtered commits, and every message until connect has sent the
-// first one (and with it the response headers) — goes through connect's
-// Send, after whatever the batch buffer holds, so the order is kept.
+// prefix write, no copy into connect's buffer). A stream's own responses
+// (control messages, filtered commits) are encoded into the same buffer.
+// Every message until connect has sent the first one (and with it the
+// response headers), and every message of a stream without the direct
+// path, goes through connect's Send, after whatever the batch buffer
+// holds, so the order is kept.
 type streamSink struct {
 	conn   connect.StreamingHandlerConn
 	shared sharedEvent
@@ -101,7 +103,21 @@ func (s *streamSink) SendEvent(ev *hub.Event) error {
 	return nil
 }
 
-func (s *streamSink) Send(r *ringcastv1.SubscribeEventsResponse) error { return s.send(r) }
+// Send sends a stream's own response (a control message, a filtered or
+// snapshot commit): encoded into the batch buffer by the direct path when
+// it can — on the stream's stack, which connect's deeper Send path could
+// grow (appendJSON) — through connect otherwise.
+func (s *streamSink) Send(r *ringcastv1.SubscribeEventsResponse) error {
+	if s.codec == nil || !s.started {
+		return s.send(r)
+	}
+	if s.buf == nil {
+		s.buf = bufPool.Get().(*[]byte)
+	}
+	b, err := appendEnvelope(*s.buf, r, s.codec.append)
+	*s.buf = b
+	return err
+}
 
 // send sends msg through connect, after the batch buffer.
 func (s *streamSink) send(msg any) error {

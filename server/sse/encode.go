@@ -8,6 +8,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/eventjson"
+	"github.com/ringcast/ringcast/server/offstack"
 )
 
 // The event names of the face (the `event:` field).
@@ -51,29 +53,41 @@ func reasonName(r ringcastv1.Reason) string {
 // the whole response in protobuf JSON — exactly the message a Connect JSON
 // client receives (lowerCamel field names, 64-bit integers as strings,
 // enums by name). It returns nil for responses without an event name.
+//
+// Commits and progress are encoded in place by package eventjson; the rare
+// rest (status, caught-up, gap, and data nested deeper than eventjson.OnStack allows)
+// by protojson, whose encoder is deep, on a helper goroutine, so that a
+// stream's goroutine does not keep a stack grown for it (package offstack).
 func frame(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
 	name := eventName(r)
 	if name == "" {
 		return nil, nil
 	}
-	raw, err := protojson.Marshal(r)
+	b := make([]byte, 0, 256)
+	if r.GetSeq() > 0 {
+		b = append(b, "id: "...)
+		b = append(b, FormatID(r.GetInstanceEpoch(), r.GetSeq())...)
+		b = append(b, '\n')
+	}
+	b = append(b, "event: "...)
+	b = append(b, name...)
+	b = append(b, "\ndata: "...)
+	if out, ok := eventjson.OnStack.Append(b, r); ok {
+		return append(out, "\n\n"...), nil
+	}
+	buf := bytes.NewBuffer(b)
+	err := offstack.Run(func() error {
+		raw, err := protojson.Marshal(r)
+		if err != nil {
+			return err
+		}
+		// protojson varies its spacing on purpose; compact it so the
+		// frame is stable and one line.
+		return json.Compact(buf, raw)
+	})
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	if r.GetSeq() > 0 {
-		b.WriteString("id: ")
-		b.WriteString(FormatID(r.GetInstanceEpoch(), r.GetSeq()))
-		b.WriteByte('\n')
-	}
-	b.WriteString("event: ")
-	b.WriteString(name)
-	b.WriteString("\ndata: ")
-	// protojson varies its spacing on purpose; compact it so the frame is
-	// stable and one line.
-	if err := json.Compact(&b, raw); err != nil {
-		return nil, err
-	}
-	b.WriteString("\n\n")
-	return b.Bytes(), nil
+	buf.WriteString("\n\n")
+	return buf.Bytes(), nil
 }

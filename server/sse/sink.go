@@ -7,7 +7,6 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
-	"github.com/ringcast/ringcast/server/offstack"
 )
 
 // sink turns one stream's hub responses into SSE events. It buffers and
@@ -64,7 +63,7 @@ var (
 // SendEvent writes a ring event sent unchanged: its frame is rendered once
 // and shared by every stream (the event is immutable).
 func (s *sink) SendEvent(ev *hub.Event) error {
-	b, err := ev.Encoded(hub.EncodingSSE, frameOffStack)
+	b, err := ev.Encoded(hub.EncodingSSE, frame)
 	if err != nil {
 		return err
 	}
@@ -114,19 +113,4 @@ func (s *sink) Flush() error {
 		}
 	}
 	return s.rc.Flush()
-}
-
-// frameOffStack is frame run by offstack.Run: protojson's encoder is deep,
-// and a stream's goroutine that grew its stack to encode a frame would keep
-// the larger stack while it waits (package offstack). A shared event is
-// encoded once for every stream (hub.Event.Encoded); the helper goroutine's
-// start is small next to the encoding itself.
-func frameOffStack(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
-	var b []byte
-	err := offstack.Run(func() error {
-		var err error
-		b, err = frame(r)
-		return err
-	})
-	return b, err
 }

@@ -20,7 +20,7 @@ func TestIdleStreamStacks(t *testing.T) {
 	const n = 200
 	const limit = 14 << 10 // per stream: ~11 KB now, ~19 KB before
 	srv := ringtest.Start(t, ringtest.Config())
-	req := fmt.Appendf(nil, "GET /events HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", srv.Addr)
+	req := fmt.Appendf(nil, "GET /events?topic=probe HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", srv.Addr)
 	before := ringtest.StackInuseAfterGC()
 	ringtest.OpenRawStreams(t, srv, req, n)
 	per := float64(ringtest.StackInuseAfterGC()-before) / n
