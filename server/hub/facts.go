@@ -37,40 +37,51 @@ func checkFacts(prefix string, facts []*ringcastv1.Fact, maxBytes, maxDepth int)
 			return fmt.Errorf("%w: %sfacts[%d] is %d bytes encoded, over the limit of %d bytes (max-fact-bytes)", ErrInvalidFact, prefix, i, n, maxBytes)
 		}
 		if d := f.GetData(); d != nil {
-			if path, why := checkValue(structpb.NewStructValue(d), "data", 1, maxDepth); why != "" {
-				return fmt.Errorf("%w: %sfacts[%d].%s: %s", ErrInvalidFact, prefix, i, path, why)
+			if path, why := checkStruct(d, 1, maxDepth); why != "" {
+				return fmt.Errorf("%w: %sfacts[%d].data%s: %s", ErrInvalidFact, prefix, i, path, why)
 			}
 		}
 	}
 	return nil
 }
 
-// checkValue walks v (at nesting level depth) and returns the path of the
-// first value that breaks a rule, with the reason.
-func checkValue(v *structpb.Value, path string, depth, maxDepth int) (string, string) {
+// checkStruct walks s (at nesting level depth) and returns, when a value
+// in it breaks a rule, that value's path below s (".name[2]") and the
+// reason. The path is built only then, on the way back up.
+func checkStruct(s *structpb.Struct, depth, maxDepth int) (string, string) {
+	if depth > maxDepth {
+		return "", tooDeep(maxDepth)
+	}
+	for name, field := range s.GetFields() {
+		if p, why := checkValue(field, depth+1, maxDepth); why != "" {
+			return "." + name + p, why
+		}
+	}
+	return "", ""
+}
+
+// checkValue is checkStruct for any value.
+func checkValue(v *structpb.Value, depth, maxDepth int) (string, string) {
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_NumberValue:
 		if math.IsNaN(k.NumberValue) || math.IsInf(k.NumberValue, 0) {
-			return path, "numbers must be finite (JSON has no NaN or Infinity)"
+			return "", "numbers must be finite (JSON has no NaN or Infinity)"
 		}
 	case *structpb.Value_StructValue:
-		if depth > maxDepth {
-			return path, fmt.Sprintf("objects and arrays nest deeper than the limit of %d levels (max-data-depth)", maxDepth)
-		}
-		for name, field := range k.StructValue.GetFields() {
-			if p, why := checkValue(field, path+"."+name, depth+1, maxDepth); why != "" {
-				return p, why
-			}
-		}
+		return checkStruct(k.StructValue, depth, maxDepth)
 	case *structpb.Value_ListValue:
 		if depth > maxDepth {
-			return path, fmt.Sprintf("objects and arrays nest deeper than the limit of %d levels (max-data-depth)", maxDepth)
+			return "", tooDeep(maxDepth)
 		}
 		for j, item := range k.ListValue.GetValues() {
-			if p, why := checkValue(item, fmt.Sprintf("%s[%d]", path, j), depth+1, maxDepth); why != "" {
-				return p, why
+			if p, why := checkValue(item, depth+1, maxDepth); why != "" {
+				return fmt.Sprintf("[%d]%s", j, p), why
 			}
 		}
 	}
 	return "", ""
+}
+
+func tooDeep(maxDepth int) string {
+	return fmt.Sprintf("objects and arrays nest deeper than the limit of %d levels (max-data-depth)", maxDepth)
 }
