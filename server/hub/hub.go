@@ -220,7 +220,11 @@ type Hub struct {
 	keys   *stateTable
 	dedupe *dedupe
 	latest *Event        // the latest status event (never nil after New)
-	wake   chan struct{} // closed by the notifier after head advanced; then replaced
+	wake   chan struct{} // closed by the notifier after head advanced, if taken; then replaced
+	// wakeTaken is set when a reader takes wake (takeWake) and cleared when
+	// the notifier replaces it: while it is clear nobody holds the channel,
+	// so a change needs no wake-up (see signal).
+	wakeTaken atomic.Bool
 	// drainHead is the head when a hub with a Log started draining: its
 	// streams end there (commits from other replicas keep arriving).
 	drainHead uint64
@@ -418,12 +422,30 @@ func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idem
 	return receipts[0], err
 }
 
-// signal tells the notifier that head advanced; it never blocks.
+// signal tells the notifier that head advanced; it never blocks. Call it
+// after the change, with h.mu released. A reader reads head (and the other
+// state it waits on) and takes wake in one critical section of h.mu, so
+// when no reader has taken the current channel (wakeTaken clear), there is
+// nobody to wake: a reader that takes it later does so after the change,
+// and sees it. Then no wake-up is sent, and no channel replaced.
 func (h *Hub) signal() {
+	if !h.wakeTaken.Load() {
+		return
+	}
 	select {
 	case h.kick <- struct{}{}:
 	default: // a wake-up is already pending; it will cover this event too
 	}
+}
+
+// takeWake returns the channel that closes when head next advances, for a
+// reader that read head (and the rest of the state it waits on) in the
+// same critical section of h.mu (read or write locked).
+func (h *Hub) takeWake() <-chan struct{} {
+	if !h.wakeTaken.Load() {
+		h.wakeTaken.Store(true)
+	}
+	return h.wake
 }
 
 // Drain publishes ServerStatus(DRAINING) and refuses further publishes.

@@ -150,7 +150,7 @@ func (h *Hub) ingest(ev *Event) {
 func (h *Hub) waitHead(ctx context.Context, seq uint64) error {
 	for {
 		h.mu.RLock()
-		head, wake := h.ring.head, h.wake
+		head, wake := h.ring.head, h.takeWake()
 		h.mu.RUnlock()
 		if head >= seq {
 			return nil

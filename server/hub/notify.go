@@ -55,8 +55,15 @@ func (h *Hub) notify() {
 			hold = h.cfg.Coalesce
 		}
 		h.mu.Lock()
+		if !h.wakeTaken.Load() {
+			// Nobody took the channel since the last wake-up (see
+			// signal): it stays, for whoever waits next.
+			h.mu.Unlock()
+			continue
+		}
 		ch := h.wake
 		h.wake = make(chan struct{})
+		h.wakeTaken.Store(false)
 		h.mu.Unlock()
 		close(ch)
 		last = time.Now()

@@ -354,7 +354,7 @@ func (s *stream) read(ctx context.Context) (batch []*Event, draining bool, wake 
 	if s.next <= to {
 		s.batch = h.ring.appendRange(s.batch, s.next, to)
 	}
-	wake = h.wake
+	wake = h.takeWake()
 	h.mu.RUnlock()
 	return s.batch, draining, wake, nil
 }
