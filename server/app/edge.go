@@ -156,17 +156,26 @@ type readDoneKey struct{}
 // other request is unary, or answered with an error, and ends with its
 // body read, so it is passed on as it came.
 func withReadTimeout(d time.Duration, streams map[string]bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !streams[r.URL.Path] {
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
-			next.ServeHTTP(w, r)
-			return
-		}
+	return &readTimeout{d: d, streams: streams, next: next}
+}
+
+// readTimeout is withReadTimeout's handler. (A method rather than a
+// closure: the compiler then keeps a unary request's ResponseController on
+// the stack.)
+type readTimeout struct {
+	d       time.Duration
+	streams map[string]bool
+	next    http.Handler
+}
+
+func (h *readTimeout) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.d))
+	if h.streams[r.URL.Path] {
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(d))
 		clear := func() { _ = rc.SetReadDeadline(time.Time{}) }
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), readDoneKey{}, clear)))
-	})
+		r = r.WithContext(context.WithValue(r.Context(), readDoneKey{}, clear))
+	}
+	h.next.ServeHTTP(w, r)
 }
 
 // streamingPaths are the URL paths of service's streaming methods (as
