@@ -80,7 +80,10 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
 		return nil, connect.NewError(connect.CodePermissionDenied, err)
 	}
-	tctx := hub.ContextWithTraceparent(ctx, traceparent(ctx, req.Header()))
+	tctx := ctx // without a traceparent, the commit keeps none: no context value to add
+	if tp := traceparent(ctx, req.Header()); tp != "" {
+		tctx = hub.ContextWithTraceparent(ctx, tp)
+	}
 	r, err := s.hub.PublishContext(tctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
 	if err != nil {
 		return nil, publishError(err)
