@@ -1,17 +1,22 @@
-// Package eventjson writes the protobuf JSON of the responses a stream
-// sends most — commits and progress — without reflection.
+// Package eventjson reads and writes, without reflection, the protobuf
+// JSON of the messages on ringcast's hot paths: the commits and progress a
+// stream sends, and the Publish and PublishBatch requests publishers send.
 //
-// The output is byte for byte what protojson.Marshal gives, compacted
-// (docs/protocol.md: lowerCamel names in declaration order, 64-bit integers
-// as strings, RFC 3339 times with 0, 3, 6 or 9 fractional digits, struct
-// keys sorted, bytes in padded standard base64). Anything else — another
-// kind of response, a value protojson would refuse, a payload nested
-// deeper than the caller allows — is left to protojson: Append says so and
-// writes nothing. A shared event is encoded once for all its streams, but
-// protojson's reflection made that encoding the largest part of a lone
-// subscriber's cost per event, and its deep call chains had to run on a
-// helper goroutine (package offstack); this encoder is shallow enough to
-// run on the stream's own stack.
+// Writing, the output is byte for byte what protojson.Marshal gives,
+// compacted (docs/protocol.md: lowerCamel names in declaration order,
+// 64-bit integers as strings, RFC 3339 times with 0, 3, 6 or 9 fractional
+// digits, struct keys sorted, bytes in padded standard base64). Anything
+// else — another kind of response, a value protojson would refuse, a
+// payload nested deeper than the caller allows — is left to protojson:
+// Append says so and writes nothing. A shared event is encoded once for
+// all its streams, but protojson's reflection made that encoding the
+// largest part of a lone subscriber's cost per event, and its deep call
+// chains had to run on a helper goroutine (package offstack); this encoder
+// is shallow enough to run on the stream's own stack.
+//
+// Reading (decode.go), the decoders accept a subset of what protojson
+// accepts and decode it to the same message; they decline the rest, which
+// the caller hands to protojson.
 package eventjson
 
 import (

@@ -81,7 +81,7 @@ func newJSONCodec(name string) *eventCodec {
 		// invalid_argument naming it, instead of silently meaning
 		// something else. Binary requests keep ignoring unknown fields,
 		// for forward compatibility (docs/limits.md).
-		unmarsh: protojson.UnmarshalOptions{}.Unmarshal,
+		unmarsh: unmarshalJSON,
 		stable:  protojson.MarshalOptions{}.Marshal,
 	}
 }
@@ -102,6 +102,24 @@ func appendJSON(dst []byte, m proto.Message) ([]byte, error) {
 		return b, nil
 	}
 	return offStack(protojson.MarshalOptions{}.MarshalAppend, dst, m)
+}
+
+// unmarshalJSON decodes a request's protobuf JSON. Publish and
+// PublishBatch requests take package eventjson's decoder, which declines
+// anything unusual; protojson decodes the rest, and everything declined, so
+// what is valid and how an error reads is protojson's alone.
+func unmarshalJSON(b []byte, m proto.Message) error {
+	switch m := m.(type) {
+	case *ringcastv1.PublishRequest:
+		if eventjson.UnmarshalPublish(b, m) {
+			return nil
+		}
+	case *ringcastv1.PublishBatchRequest:
+		if eventjson.UnmarshalPublishBatch(b, m) {
+			return nil
+		}
+	}
+	return protojson.UnmarshalOptions{}.Unmarshal(b, m)
 }
 
 // appendProto appends m's binary encoding. Binary marshalling is shallow,

@@ -1,0 +1,473 @@
+package eventjson
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// UnmarshalPublish decodes a Publish request's protobuf JSON into m, as
+// protojson.Unmarshal (strict: no unknown field) would, for the requests
+// publishers send: field names in lowerCamel or as in the proto, plain
+// strings, decimal indexes, padded base64 and any struct payload. It
+// returns false, leaving m in an unspecified state, for anything else —
+// input protojson refuses as well as spellings it accepts but this decoder
+// does not (null fields, quoted numbers, surrogate escapes, deep nesting);
+// the caller then decodes with protojson, which has the last word on what
+// is valid and how it is reported.
+func UnmarshalPublish(b []byte, m *ringcastv1.PublishRequest) bool {
+	d := decoder{b: b}
+	return d.publish(m) && d.end()
+}
+
+// UnmarshalPublishBatch is UnmarshalPublish for a PublishBatch request.
+func UnmarshalPublishBatch(b []byte, m *ringcastv1.PublishBatchRequest) bool {
+	d := decoder{b: b}
+	m.Reset()
+	ok := d.object(func(name string) bool {
+		if name != "commits" {
+			return false
+		}
+		return d.array(func() bool {
+			c := &ringcastv1.PublishRequest{}
+			m.Commits = append(m.Commits, c)
+			return d.publish(c)
+		})
+	})
+	return ok && d.end()
+}
+
+// maxDepth bounds the nesting this decoder follows; deeper input is left
+// to protojson.
+const maxDepth = 64
+
+// decoder reads JSON from b at i. Every method returns false to decline.
+type decoder struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func (d *decoder) publish(m *ringcastv1.PublishRequest) bool {
+	m.Reset()
+	return d.object(func(name string) bool {
+		switch name {
+		case "facts":
+			return d.array(func() bool {
+				f := &ringcastv1.Fact{}
+				m.Facts = append(m.Facts, f)
+				return d.fact(f)
+			})
+		case "idempotencyKey", "idempotency_key":
+			return d.str(&m.IdempotencyKey)
+		}
+		return false
+	})
+}
+
+func (d *decoder) fact(f *ringcastv1.Fact) bool {
+	return d.object(func(name string) bool {
+		switch name {
+		case "index":
+			return d.uint32(&f.Index)
+		case "topic":
+			return d.str(&f.Topic)
+		case "type":
+			return d.str(&f.Type)
+		case "key":
+			return d.str(&f.Key)
+		case "contentType", "content_type":
+			return d.str(&f.ContentType)
+		case "data":
+			if f.Payload != nil || d.peek() != '{' {
+				return false
+			}
+			s, ok := d.structValue()
+			f.Payload = &ringcastv1.Fact_Data{Data: s}
+			return ok
+		case "binaryData", "binary_data":
+			var s string
+			if f.Payload != nil || !d.str(&s) {
+				return false
+			}
+			enc := base64.StdEncoding
+			if strings.ContainsAny(s, "-_") {
+				enc = base64.URLEncoding
+			}
+			if len(s)%4 != 0 {
+				enc = enc.WithPadding(base64.NoPadding)
+			}
+			b, err := enc.DecodeString(s)
+			if err != nil {
+				return false
+			}
+			f.Payload = &ringcastv1.Fact_BinaryData{BinaryData: b}
+			return true
+		}
+		return false
+	})
+}
+
+// object reads an object, calling member for each member's value with its
+// name. A name given twice — including once in each spelling, which the
+// member's case folds together — is declined, as protojson refuses it.
+func (d *decoder) object(member func(name string) bool) bool {
+	if !d.enter('{') {
+		return false
+	}
+	var seen []string
+	if d.skip() == '}' {
+		d.i++
+		d.depth--
+		return true
+	}
+	for {
+		var name string
+		if d.skip() != '"' || !d.str(&name) || d.skip() != ':' {
+			return false
+		}
+		d.i++
+		canon := canonical(name)
+		for _, s := range seen {
+			if s == canon {
+				return false
+			}
+		}
+		seen = append(seen, canon)
+		d.skip()
+		if !member(name) {
+			return false
+		}
+		switch d.skip() {
+		case ',':
+			d.i++
+			d.skip()
+		case '}':
+			d.i++
+			d.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// canonical folds a field's proto name onto its JSON name.
+func canonical(name string) string {
+	switch name {
+	case "idempotency_key":
+		return "idempotencyKey"
+	case "content_type":
+		return "contentType"
+	case "binary_data":
+		return "binaryData"
+	}
+	return name
+}
+
+// array reads an array, calling elem for each element.
+func (d *decoder) array(elem func() bool) bool {
+	if !d.enter('[') {
+		return false
+	}
+	if d.skip() == ']' {
+		d.i++
+		d.depth--
+		return true
+	}
+	for {
+		d.skip()
+		if !elem() {
+			return false
+		}
+		switch d.skip() {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			d.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (d *decoder) enter(c byte) bool {
+	if d.skip() != c || d.depth >= maxDepth {
+		return false
+	}
+	d.i++
+	d.depth++
+	return true
+}
+
+// structValue reads an object as a google.protobuf.Struct; a key given
+// twice is declined (protojson refuses it).
+func (d *decoder) structValue() (*structpb.Struct, bool) {
+	s := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	ok := d.anyObject(func(key string) bool {
+		if _, dup := s.Fields[key]; dup {
+			return false
+		}
+		v, ok := d.value()
+		s.Fields[key] = v
+		return ok
+	})
+	return s, ok
+}
+
+// anyObject is object without the field-name bookkeeping, for a struct
+// whose keys are data.
+func (d *decoder) anyObject(member func(key string) bool) bool {
+	if !d.enter('{') {
+		return false
+	}
+	if d.skip() == '}' {
+		d.i++
+		d.depth--
+		return true
+	}
+	for {
+		var key string
+		if d.skip() != '"' || !d.str(&key) || d.skip() != ':' {
+			return false
+		}
+		d.i++
+		d.skip()
+		if !member(key) {
+			return false
+		}
+		switch d.skip() {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			d.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// value reads any JSON value as a google.protobuf.Value.
+func (d *decoder) value() (*structpb.Value, bool) {
+	switch c := d.skip(); {
+	case c == '{':
+		s, ok := d.structValue()
+		return structpb.NewStructValue(s), ok
+	case c == '[':
+		l := &structpb.ListValue{}
+		ok := d.array(func() bool {
+			v, ok := d.value()
+			l.Values = append(l.Values, v)
+			return ok
+		})
+		return structpb.NewListValue(l), ok
+	case c == '"':
+		var s string
+		ok := d.str(&s)
+		return structpb.NewStringValue(s), ok
+	case c == 't':
+		return structpb.NewBoolValue(true), d.literal("true")
+	case c == 'f':
+		return structpb.NewBoolValue(false), d.literal("false")
+	case c == 'n':
+		return structpb.NewNullValue(), d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		n, ok := d.number()
+		if !ok {
+			return nil, false
+		}
+		f, err := strconv.ParseFloat(n, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return nil, false
+		}
+		return structpb.NewNumberValue(f), true
+	}
+	return nil, false
+}
+
+func (d *decoder) literal(s string) bool {
+	if !strings.HasPrefix(string(d.b[d.i:min(len(d.b), d.i+len(s))]), s) {
+		return false
+	}
+	d.i += len(s)
+	return true
+}
+
+// number reads a JSON number (RFC 8259's grammar) and returns its text.
+func (d *decoder) number() (string, bool) {
+	start := d.i
+	if d.peek() == '-' {
+		d.i++
+	}
+	switch c := d.peek(); {
+	case c == '0':
+		d.i++
+	case c >= '1' && c <= '9':
+		d.digits()
+	default:
+		return "", false
+	}
+	if d.peek() == '.' {
+		d.i++
+		if !d.digits() {
+			return "", false
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		d.i++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.i++
+		}
+		if !d.digits() {
+			return "", false
+		}
+	}
+	return string(d.b[start:d.i]), true
+}
+
+// digits reads one or more decimal digits.
+func (d *decoder) digits() bool {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	return d.i > start
+}
+
+// uint32 reads a non-negative integer in plain decimal.
+func (d *decoder) uint32(v *uint32) bool {
+	n, ok := d.number()
+	if !ok || strings.ContainsAny(n, "-.eE") {
+		return false
+	}
+	u, err := strconv.ParseUint(n, 10, 32)
+	*v = uint32(u)
+	return err == nil
+}
+
+// str reads a JSON string into s: valid UTF-8, no raw control
+// characters, the escapes of RFC 8259 but surrogates (declined).
+func (d *decoder) str(s *string) bool {
+	if d.peek() != '"' {
+		return false
+	}
+	d.i++
+	start := d.i
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			*s = string(d.b[start:d.i])
+			d.i++
+			return true
+		case c == '\\':
+			return d.escaped(s, start)
+		case c < ' ':
+			return false
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(d.b[d.i:])
+			if r == utf8.RuneError && n == 1 {
+				return false
+			}
+			d.i += n
+		default:
+			d.i++
+		}
+	}
+	return false
+}
+
+// escaped finishes a string that has escapes, from its start.
+func (d *decoder) escaped(s *string, start int) bool {
+	buf := append([]byte(nil), d.b[start:d.i]...)
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			*s = string(buf)
+			d.i++
+			return true
+		case c == '\\':
+			if d.i+1 >= len(d.b) {
+				return false
+			}
+			e := d.b[d.i+1]
+			d.i += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				if d.i+4 > len(d.b) {
+					return false
+				}
+				r, err := strconv.ParseUint(string(d.b[d.i:d.i+4]), 16, 16)
+				if err != nil || r >= 0xd800 && r <= 0xdfff {
+					return false
+				}
+				buf = utf8.AppendRune(buf, rune(r))
+				d.i += 4
+			default:
+				return false
+			}
+		case c < ' ':
+			return false
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(d.b[d.i:])
+			if r == utf8.RuneError && n == 1 {
+				return false
+			}
+			buf = append(buf, d.b[d.i:d.i+n]...)
+			d.i += n
+		default:
+			buf = append(buf, c)
+			d.i++
+		}
+	}
+	return false
+}
+
+// skip skips whitespace and returns the next byte (0 at the end).
+func (d *decoder) skip() byte {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return d.b[d.i]
+		}
+	}
+	return 0
+}
+
+func (d *decoder) peek() byte {
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+// end reports whether only whitespace is left.
+func (d *decoder) end() bool {
+	d.skip()
+	return d.i == len(d.b)
+}
