@@ -156,13 +156,29 @@ type commitEvent struct {
 }
 
 func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
+	return sized(commitEventOf(epoch, seq, at, facts, traceparent))
+}
+
+// newPublishedEvent is newCommitEvent for a commit published here: every
+// fact's size is cached from a proto.Size of it since its last change
+// (checkFacts, indexFacts), and the event's size reuses those instead of
+// walking each fact's data again. (The response, commit and timestamp are
+// new, without a cached size: they are sized.)
+func newPublishedEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
+	e := commitEventOf(epoch, seq, at, facts, traceparent)
+	e.size = int64(proto.MarshalOptions{UseCachedSize: true}.Size(e.resp))
+	return e
+}
+
+// commitEventOf is a commit's event, without its size.
+func commitEventOf(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
 	b := &commitEvent{}
 	b.commit.Facts, b.commit.FactCount, b.commit.Traceparent = facts, uint32(len(facts)), traceparent
 	b.oneof.Commit = &b.commit
 	b.time.Seconds, b.time.Nanos = at.Unix(), int32(at.Nanosecond())
 	b.resp.Seq, b.resp.InstanceEpoch, b.resp.EventTime, b.resp.Event = seq, epoch, &b.time, &b.oneof
 	b.ev.Seq, b.ev.Time, b.ev.resp = seq, at, &b.resp
-	return sized(&b.ev)
+	return &b.ev
 }
 
 func newStatusEvent(epoch, seq uint64, at time.Time, status *ringcastv1.ServerStatus) *Event {

@@ -411,9 +411,7 @@ func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idem
 		return Receipt{}, err
 	}
 	if h.log != nil {
-		for i, f := range facts {
-			f.Index = uint32(i)
-		}
+		indexFacts(facts)
 		return h.publishLog(ctx, Commit{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)})
 	}
 	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)}}

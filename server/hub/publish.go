@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
@@ -81,12 +83,23 @@ func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, er
 	return receipts, nil
 }
 
+// indexFacts sets each fact's Index to its position in its commit. Call it
+// after checkFacts, which sized every fact (proto.Size caches each
+// message's size in it): a fact whose Index changes is sized again, so that
+// every fact's cached size stays its size (see newPublishedEvent).
+func indexFacts(facts []*ringcastv1.Fact) {
+	for i, f := range facts {
+		if f.Index != uint32(i) {
+			f.Index = uint32(i)
+			proto.Size(f)
+		}
+	}
+}
+
 // publish is Publish and PublishBatch: it fills receipts[i] for commits[i].
 func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 	for _, c := range commits {
-		for i, f := range c.Facts {
-			f.Index = uint32(i)
-		}
+		indexFacts(c.Facts)
 	}
 	h.mu.Lock()
 	now := time.Now()
@@ -147,7 +160,7 @@ func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 		case receipts[i].Duplicate:
 			continue
 		}
-		ev := newCommitEvent(h.epoch, h.ring.head+1, now, c.Facts, c.Traceparent)
+		ev := newPublishedEvent(h.epoch, h.ring.head+1, now, c.Facts, c.Traceparent)
 		h.appendLocked(ev)
 		receipts[i] = Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
 		if c.IdempotencyKey != "" {
@@ -178,9 +191,7 @@ func (h *Hub) appendLocked(ev *Event) {
 // publishBatchLog is PublishBatch with a Log.
 func (h *Hub) publishBatchLog(ctx context.Context, commits []Commit) ([]Receipt, error) {
 	for _, c := range commits {
-		for i, f := range c.Facts {
-			f.Index = uint32(i)
-		}
+		indexFacts(c.Facts)
 	}
 	if len(commits) == 1 {
 		r, err := h.publishLog(ctx, commits[0])
