@@ -766,6 +766,9 @@ type isFact_Payload interface {
 }
 
 type Fact_Data struct {
+	// Struct and Value carry no validation rules: validation skips the
+	// data rather than walk every value of it to find none. (The server
+	// refuses data no face could carry: too deep, or not finite.)
 	Data *structpb.Struct `protobuf:"bytes,5,opt,name=data,proto3,oneof"`
 }
 
@@ -1673,13 +1676,13 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\x05facts\x18\x01 \x03(\v2\x11.ringcast.v1.FactR\x05facts\x12\x1d\n" +
 	"\n" +
 	"fact_count\x18\x02 \x01(\rR\tfactCount\x12 \n" +
-	"\vtraceparent\x18\x03 \x01(\tR\vtraceparent\"\xb4\x02\n" +
+	"\vtraceparent\x18\x03 \x01(\tR\vtraceparent\"\xbc\x02\n" +
 	"\x04Fact\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12@\n" +
 	"\x05topic\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18\x80\x012\x1e^[a-z0-9._-]+(/[a-z0-9._-]+)*$R\x05topic\x12.\n" +
 	"\x04type\x18\x03 \x01(\tB\x1a\xbaH\x17r\x15\x10\x01\x18\x80\x012\x0e^[a-z0-9._-]+$R\x04type\x12\x1a\n" +
-	"\x03key\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x03key\x12-\n" +
-	"\x04data\x18\x05 \x01(\v2\x17.google.protobuf.StructH\x00R\x04data\x12!\n" +
+	"\x03key\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x03key\x125\n" +
+	"\x04data\x18\x05 \x01(\v2\x17.google.protobuf.StructB\x06\xbaH\x03\xd8\x01\x03H\x00R\x04data\x12!\n" +
 	"\vbinary_data\x18\x06 \x01(\fH\x00R\n" +
 	"binaryData\x12+\n" +
 	"\fcontent_type\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\vcontentTypeB\t\n" +
