@@ -225,6 +225,8 @@ type Hub struct {
 	// the notifier replaces it: while it is clear nobody holds the channel,
 	// so a change needs no wake-up (see signal).
 	wakeTaken atomic.Bool
+	takers    atomic.Int32 // takes of wake since it was replaced (signal's heuristic)
+	lastWake  atomic.Int64 // when wake was last closed, as monoSince: the notifier's hold counts from it
 	// drainHead is the head when a hub with a Log started draining: its
 	// streams end there (commits from other replicas keep arriving).
 	drainHead uint64
@@ -430,6 +432,12 @@ func (h *Hub) signal() {
 	if !h.wakeTaken.Load() {
 		return
 	}
+	if h.writing.Load() == 0 && h.takers.Load() <= directWakeTakers {
+		// A few streams wait, none is writing: wake them here, without
+		// the notifier's hop (a lone subscriber's latency).
+		h.wakeNow()
+		return
+	}
 	select {
 	case h.kick <- struct{}{}:
 	default: // a wake-up is already pending; it will cover this event too
@@ -443,8 +451,34 @@ func (h *Hub) takeWake() <-chan struct{} {
 	if !h.wakeTaken.Load() {
 		h.wakeTaken.Store(true)
 	}
+	h.takers.Add(1)
 	return h.wake
 }
+
+// directWakeTakers is how many takes of the wake channel signal wakes
+// directly; beyond it, closing the channel (O(waiters)) is the notifier's.
+const directWakeTakers = 4
+
+// wakeNow closes the wake channel, if taken, and replaces it.
+func (h *Hub) wakeNow() {
+	h.mu.Lock()
+	if !h.wakeTaken.Load() {
+		// Nobody took the channel since the last wake-up (see signal):
+		// it stays, for whoever waits next.
+		h.mu.Unlock()
+		return
+	}
+	ch := h.wake
+	h.wake = make(chan struct{})
+	h.wakeTaken.Store(false)
+	h.takers.Store(0)
+	h.mu.Unlock()
+	close(ch)
+	h.lastWake.Store(int64(time.Since(monoStart)))
+}
+
+// monoStart is the origin of lastWake's monotonic clock.
+var monoStart = time.Now()
 
 // Drain publishes ServerStatus(DRAINING) and refuses further publishes.
 // Streams deliver everything up to that status, then end (OK). Idempotent.

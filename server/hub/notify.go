@@ -30,7 +30,6 @@ func (h *Hub) notify() {
 	window.Stop()
 	defer window.Stop()
 	hold := h.cfg.Coalesce
-	var last time.Time // the previous wake-up
 	for {
 		select {
 		case <-h.done:
@@ -38,7 +37,8 @@ func (h *Hub) notify() {
 		case <-h.kick:
 		}
 		if h.cfg.Coalesce > 0 && h.writing.Load() > 0 {
-			if wait := hold - time.Since(last); wait > 0 {
+			// The previous wake-up, by the notifier or by signal.
+			if wait := hold - (time.Since(monoStart) - time.Duration(h.lastWake.Load())); wait > 0 {
 				window.Reset(wait)
 				select {
 				case <-h.done:
@@ -54,18 +54,6 @@ func (h *Hub) notify() {
 		} else {
 			hold = h.cfg.Coalesce
 		}
-		h.mu.Lock()
-		if !h.wakeTaken.Load() {
-			// Nobody took the channel since the last wake-up (see
-			// signal): it stays, for whoever waits next.
-			h.mu.Unlock()
-			continue
-		}
-		ch := h.wake
-		h.wake = make(chan struct{})
-		h.wakeTaken.Store(false)
-		h.mu.Unlock()
-		close(ch)
-		last = time.Now()
+		h.wakeNow()
 	}
 }
