@@ -114,25 +114,13 @@ func (d *decoder) fact(f *ringcastv1.Fact) bool {
 	})
 }
 
-// object reads an object, calling member for each member's value with its
-// name. A name given twice — including once in each spelling, which the
-// member's case folds together — is declined, as protojson refuses it.
+// object reads an object of fields, calling member for each field's
+// value with its name. A field given twice — including once in each
+// spelling, which the member's case folds together — is declined, as
+// protojson refuses it.
 func (d *decoder) object(member func(name string) bool) bool {
-	if !d.enter('{') {
-		return false
-	}
 	var seen []string
-	if d.skip() == '}' {
-		d.i++
-		d.depth--
-		return true
-	}
-	for {
-		var name string
-		if d.skip() != '"' || !d.str(&name) || d.skip() != ':' {
-			return false
-		}
-		d.i++
+	return d.anyObject(func(name string) bool {
 		canon := canonical(name)
 		for _, s := range seen {
 			if s == canon {
@@ -140,22 +128,8 @@ func (d *decoder) object(member func(name string) bool) bool {
 			}
 		}
 		seen = append(seen, canon)
-		d.skip()
-		if !member(name) {
-			return false
-		}
-		switch d.skip() {
-		case ',':
-			d.i++
-			d.skip()
-		case '}':
-			d.i++
-			d.depth--
-			return true
-		default:
-			return false
-		}
-	}
+		return member(name)
+	})
 }
 
 // canonical folds a field's proto name onto its JSON name.
@@ -223,8 +197,8 @@ func (d *decoder) structValue() (*structpb.Struct, bool) {
 	return s, ok
 }
 
-// anyObject is object without the field-name bookkeeping, for a struct
-// whose keys are data.
+// anyObject reads an object, calling member for each member's value with
+// its name (a struct's key, or a field's name for object).
 func (d *decoder) anyObject(member func(key string) bool) bool {
 	if !d.enter('{') {
 		return false

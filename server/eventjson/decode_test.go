@@ -15,25 +15,26 @@ import (
 // to an equal message. It returns whether the fast decoders accepted.
 func checkDecode(t *testing.T, in []byte) bool {
 	t.Helper()
-	var got, want ringcastv1.PublishRequest
-	ok := UnmarshalPublish(in, &got)
-	err := protojson.Unmarshal(in, &want)
+	ok := checkDecoder(t, in, "UnmarshalPublish", UnmarshalPublish)
+	okB := checkDecoder(t, in, "UnmarshalPublishBatch", UnmarshalPublishBatch)
+	return ok || okB
+}
+
+func checkDecoder[T any, M interface {
+	*T
+	proto.Message
+}](t *testing.T, in []byte, name string, fast func([]byte, M) bool) bool {
+	t.Helper()
+	got, want := M(new(T)), M(new(T))
+	ok := fast(in, got)
+	err := protojson.Unmarshal(in, want)
 	switch {
 	case ok && err != nil:
-		t.Fatalf("UnmarshalPublish accepted what protojson refuses (%v): %q", err, in)
-	case ok && !proto.Equal(&got, &want):
-		t.Fatalf("UnmarshalPublish(%q) = %v, protojson %v", in, &got, &want)
+		t.Fatalf("%s accepted what protojson refuses (%v): %q", name, err, in)
+	case ok && !proto.Equal(got, want):
+		t.Fatalf("%s(%q) = %v, protojson %v", name, in, got, want)
 	}
-	var gotB, wantB ringcastv1.PublishBatchRequest
-	okB := UnmarshalPublishBatch(in, &gotB)
-	errB := protojson.Unmarshal(in, &wantB)
-	switch {
-	case okB && errB != nil:
-		t.Fatalf("UnmarshalPublishBatch accepted what protojson refuses (%v): %q", errB, in)
-	case okB && !proto.Equal(&gotB, &wantB):
-		t.Fatalf("UnmarshalPublishBatch(%q) = %v, protojson %v", in, &gotB, &wantB)
-	}
-	return ok || okB
+	return ok
 }
 
 func TestUnmarshalPublishCases(t *testing.T) {
