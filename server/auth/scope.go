@@ -87,14 +87,20 @@ func Subject(ctx context.Context) (string, bool) {
 // token's subject when auth is on, else "ip:" and the host part of
 // remoteAddr (an http.Request's RemoteAddr or a connect.Peer's Addr).
 func ClientID(ctx context.Context, remoteAddr string) string {
+	var buf [64]byte
+	return string(AppendClientID(buf[:0], ctx, remoteAddr))
+}
+
+// AppendClientID appends ClientID(ctx, remoteAddr) to dst.
+func AppendClientID(dst []byte, ctx context.Context, remoteAddr string) []byte {
 	if sub, ok := Subject(ctx); ok {
-		return "sub:" + sub
+		return append(append(dst, "sub:"...), sub...)
 	}
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
 		host = remoteAddr
 	}
-	return "ip:" + host
+	return append(append(dst, "ip:"...), host...)
 }
 
 // CheckPublish refuses a commit holding any fact outside the publish grant

@@ -44,7 +44,8 @@ func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			n = max(1, len(b.GetCommits()))
 		}
 		if n > 0 {
-			if err := i.l.AllowPublish(auth.ClientID(ctx, req.Peer().Addr), n); err != nil {
+			var buf [64]byte // the client's id, on the stack unless longer
+			if err := i.l.AllowPublishBytes(auth.AppendClientID(buf[:0], ctx, req.Peer().Addr), n); err != nil {
 				return nil, connectError(err)
 			}
 		}

@@ -111,11 +111,15 @@ func New(cfg Config) *Limiter {
 }
 
 // get returns id's state, creating it with a full bucket. l.mu is held.
-func (l *Limiter) get(id string, now time.Time) *client {
-	c := l.byID[id]
+func (l *Limiter) get(id string, now time.Time) *client { return getClient(l, id, now) }
+
+// getClient is get for an id held in a string or in bytes: looking a known
+// client up by bytes allocates nothing. l.mu is held.
+func getClient[ID ~string | ~[]byte](l *Limiter, id ID, now time.Time) *client {
+	c := l.byID[string(id)]
 	if c == nil {
 		c = &client{tokens: float64(l.cfg.PublishBurst), refill: now}
-		l.byID[id] = c
+		l.byID[string(id)] = c
 	}
 	if l.calls++; l.calls >= 4096 {
 		l.sweep(now)
@@ -187,14 +191,21 @@ func (l *Limiter) OpenStream(id string) (release func(), err error) {
 }
 
 // AllowPublish takes n commits from id's bucket, or refuses them all.
-func (l *Limiter) AllowPublish(id string, n int) error {
+func (l *Limiter) AllowPublish(id string, n int) error { return allowPublish(l, id, n) }
+
+// AllowPublishBytes is AllowPublish for an id held in bytes (see
+// auth.AppendClientID): for a client the limiter knows, it allocates
+// nothing.
+func (l *Limiter) AllowPublishBytes(id []byte, n int) error { return allowPublish(l, id, n) }
+
+func allowPublish[ID ~string | ~[]byte](l *Limiter, id ID, n int) error {
 	if l.cfg.PublishRate < 0 {
 		return nil
 	}
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.get(id, now)
+	c := getClient(l, id, now)
 	burst := float64(l.cfg.PublishBurst)
 	c.tokens = min(burst, c.tokens+now.Sub(c.refill).Seconds()*l.cfg.PublishRate)
 	c.refill = now
@@ -203,7 +214,7 @@ func (l *Limiter) AllowPublish(id string, n int) error {
 	// for more than the bucket can hold would be refused for ever.
 	if need := min(float64(n), burst); need > c.tokens {
 		wait := time.Duration((need - c.tokens) / l.cfg.PublishRate * float64(time.Second))
-		return l.refuse(id, c, now, &Error{
+		return l.refuse(string(id), c, now, &Error{
 			Limit:      Publish,
 			RetryAfter: wait,
 			msg:        fmt.Sprintf("publish rate over %g commits/s (burst %d) for this client (publish-rate); retry after %v", l.cfg.PublishRate, l.cfg.PublishBurst, wait.Round(time.Millisecond)),
