@@ -116,33 +116,45 @@ func (d *decoder) fact(f *ringcastv1.Fact) bool {
 
 // object reads an object of fields, calling member for each field's
 // value with its name. A field given twice — including once in each
-// spelling, which the member's case folds together — is declined, as
-// protojson refuses it.
+// spelling — is declined, as protojson refuses it.
 func (d *decoder) object(member func(name string) bool) bool {
-	var seen []string
+	var seen uint16
 	return d.anyObject(func(name string) bool {
-		canon := canonical(name)
-		for _, s := range seen {
-			if s == canon {
-				return false
-			}
+		bit := fieldBit(name)
+		if seen&bit != 0 {
+			return false
 		}
-		seen = append(seen, canon)
+		seen |= bit
 		return member(name)
 	})
 }
 
-// canonical folds a field's proto name onto its JSON name.
-func canonical(name string) string {
+// fieldBit is a field's bit in object's set of fields seen, the same for
+// both spellings of its name; 0 for a name no member accepts.
+func fieldBit(name string) uint16 {
 	switch name {
-	case "idempotency_key":
-		return "idempotencyKey"
-	case "content_type":
-		return "contentType"
-	case "binary_data":
-		return "binaryData"
+	case "facts":
+		return 1 << 0
+	case "idempotencyKey", "idempotency_key":
+		return 1 << 1
+	case "commits":
+		return 1 << 2
+	case "index":
+		return 1 << 3
+	case "topic":
+		return 1 << 4
+	case "type":
+		return 1 << 5
+	case "key":
+		return 1 << 6
+	case "contentType", "content_type":
+		return 1 << 7
+	case "data":
+		return 1 << 8
+	case "binaryData", "binary_data":
+		return 1 << 9
 	}
-	return name
+	return 0
 }
 
 // array reads an array, calling elem for each element.
