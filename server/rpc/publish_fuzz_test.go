@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -186,21 +187,40 @@ func readCommitRPC(t *testing.T, c ringcastv1connect.EventServiceClient, cur rin
 // as a browser would: JSON.parse, then the proto JSON mapping.
 func readSSECommit(t *testing.T, hc *http.Client, base string, cur ringcast.Cursor) []*ringcastv1.Fact {
 	t.Helper()
-	data := sseCommitData(t, hc, base, cur)
+	id, data := sseCommitData(t, hc, base, cur)
 	var generic map[string]any
 	if err := json.Unmarshal([]byte(data), &generic); err != nil {
 		t.Fatalf("sse data is not JSON: %v", err)
 	}
-	var m ringcastv1.SubscribeEventsResponse
-	if err := protojson.Unmarshal([]byte(data), &m); err != nil {
+	m, err := sseMessage(id, data)
+	if err != nil {
 		t.Fatalf("sse commit: %v", err)
 	}
 	return m.GetCommit().GetFacts()
 }
 
-// sseCommitData reads commit cur.Seq+1 from /events and returns its data
-// line as sent.
-func sseCommitData(t *testing.T, hc *http.Client, base string, cur ringcast.Cursor) string {
+// sseMessage rebuilds the response an SSE event with an id carries
+// (docs/sse.md, "The data line"): its data in proto JSON, less seq and
+// instanceEpoch, which are taken from the id.
+func sseMessage(id, data string) (*ringcastv1.SubscribeEventsResponse, error) {
+	var m ringcastv1.SubscribeEventsResponse
+	if err := protojson.Unmarshal([]byte(data), &m); err != nil {
+		return nil, err
+	}
+	if m.Seq != 0 || m.InstanceEpoch != 0 {
+		return nil, fmt.Errorf("event %s repeats its position in its data", id)
+	}
+	epoch, seq, err := sse.ParseLastEventID(id)
+	if err != nil {
+		return nil, err
+	}
+	m.Seq, m.InstanceEpoch = seq, epoch
+	return &m, nil
+}
+
+// sseCommitData reads commit cur.Seq+1 from /events and returns its id
+// and its data line as sent.
+func sseCommitData(t *testing.T, hc *http.Client, base string, cur ringcast.Cursor) (id, data string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -211,22 +231,22 @@ func sseCommitData(t *testing.T, hc *http.Client, base string, cur ringcast.Curs
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	want := "id: " + sse.FormatID(cur.Epoch, cur.Seq+1)
+	id = sse.FormatID(cur.Epoch, cur.Seq+1)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<22)
 	found := false
 	for sc.Scan() {
 		line := sc.Text()
-		if line == want {
+		if line == "id: "+id {
 			found = true
 			continue
 		}
 		if data, ok := strings.CutPrefix(line, "data: "); found && ok {
-			return data
+			return id, data
 		}
 	}
 	t.Fatalf("sse: commit %d not received: %v", cur.Seq+1, sc.Err())
-	return ""
+	return "", ""
 }
 
 func sameFacts(t *testing.T, face string, got, want []*ringcastv1.Fact) {

@@ -32,10 +32,11 @@ import (
 // the server accepts (nesting up to the limit, unicode, extreme numbers,
 // empty objects and arrays, binary data) are published, each commit is
 // read back as sent on every face — Connect in binary (the bytes gRPC and
-// gRPC-Web carry too) and JSON, and the SSE event's data — and node
+// gRPC-Web carry too) and JSON, and the SSE event's id and data — and node
 // decodes every response once with the TS client's default codecs
-// (clients/ts/scripts/decode-faces.ts). Each must decode, and to the
-// message the Go codecs decode from the same bytes.
+// (clients/ts/scripts/decode-faces.ts; an SSE event's seq and epoch from
+// its id). Each must decode, and to the message the Go codecs decode from
+// the same bytes; the SSE event to the commit Connect sent.
 func TestPublishDecodesWithTSClient(t *testing.T) {
 	tsDir, err := filepath.Abs(filepath.Join("..", "..", "clients", "ts"))
 	if err != nil {
@@ -61,8 +62,12 @@ func TestPublishDecodesWithTSClient(t *testing.T) {
 	type item struct {
 		Face string `json:"face"`
 		Data string `json:"data"`
+		ID   string `json:"id,omitempty"`
 		name string
 		raw  []byte
+		// connect is, for an SSE event, the commit as Connect sent it
+		// in binary.
+		connect []byte
 	}
 	var items []item
 	accepted := 0
@@ -72,17 +77,25 @@ func TestPublishDecodesWithTSClient(t *testing.T) {
 			continue
 		}
 		accepted++
+		var connectCommit []byte
 		for _, codec := range []string{"proto", "json"} {
 			for j, msg := range connectStreamRaw(t, hc, srv.URL, cur, codec) {
 				data := string(msg)
 				if codec == "proto" {
 					data = base64.StdEncoding.EncodeToString(msg)
+					var m ringcastv1.SubscribeEventsResponse
+					if proto.Unmarshal(msg, &m) == nil && m.GetCommit() != nil && m.GetSeq() == cur.Seq+1 {
+						connectCommit = msg
+					}
 				}
 				items = append(items, item{Face: codec, Data: data, name: fmt.Sprintf("input %d, connect+%s response %d", i, codec, j), raw: msg})
 			}
 		}
-		data := sseCommitData(t, hc, srv.URL, cur)
-		items = append(items, item{Face: "sse", Data: data, name: fmt.Sprintf("input %d, sse commit", i), raw: []byte(data)})
+		if connectCommit == nil {
+			t.Fatalf("input %d: connect+proto did not send commit %d", i, cur.Seq+1)
+		}
+		id, data := sseCommitData(t, hc, srv.URL, cur)
+		items = append(items, item{Face: "sse", Data: data, ID: id, name: fmt.Sprintf("input %d, sse commit", i), raw: []byte(data), connect: connectCommit})
 	}
 	if generated := accepted - (len(inputs) - 300); generated < 250 {
 		t.Fatalf("only %d of 300 generated inputs were accepted: the generator no longer makes what the server takes", generated)
@@ -117,12 +130,16 @@ func TestPublishDecodesWithTSClient(t *testing.T) {
 	failures := 0
 	for i, r := range results {
 		it := items[i]
-		var goMsg, tsMsg ringcastv1.SubscribeEventsResponse
+		goMsg := &ringcastv1.SubscribeEventsResponse{}
+		var tsMsg ringcastv1.SubscribeEventsResponse
 		var goErr error
-		if it.Face == "proto" {
-			goErr = proto.Unmarshal(it.raw, &goMsg)
-		} else {
-			goErr = protojson.Unmarshal(it.raw, &goMsg)
+		switch it.Face {
+		case "proto":
+			goErr = proto.Unmarshal(it.raw, goMsg)
+		case "sse":
+			goMsg, goErr = sseMessage(it.ID, it.Data)
+		default:
+			goErr = protojson.Unmarshal(it.raw, goMsg)
 		}
 		var problem string
 		switch {
@@ -133,8 +150,13 @@ func TestPublishDecodesWithTSClient(t *testing.T) {
 		default:
 			if err := protojson.Unmarshal(r.JSON, &tsMsg); err != nil {
 				problem = "the TS client's toJson is not proto JSON: " + err.Error()
-			} else if !proto.Equal(&goMsg, &tsMsg) {
-				problem = fmt.Sprintf("TS decoded %v, Go %v", &tsMsg, &goMsg)
+			} else if !proto.Equal(goMsg, &tsMsg) {
+				problem = fmt.Sprintf("TS decoded %v, Go %v", &tsMsg, goMsg)
+			} else if it.connect != nil {
+				var want ringcastv1.SubscribeEventsResponse
+				if err := proto.Unmarshal(it.connect, &want); err != nil || !proto.Equal(goMsg, &want) {
+					problem = fmt.Sprintf("the SSE event with its id's position is %v, Connect sent %v (%v)", goMsg, &want, err)
+				}
 			}
 		}
 		if problem != "" {

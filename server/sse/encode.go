@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/eventjson"
@@ -50,21 +51,36 @@ func reasonName(r ringcastv1.Reason) string {
 
 // frame renders a response as a complete SSE event: an `id:` for a
 // positioned response (seq > 0), its event name and one data line holding
-// the whole response in protobuf JSON — exactly the message a Connect JSON
-// client receives (lowerCamel field names, 64-bit integers as strings,
-// enums by name). It returns nil for responses without an event name.
+// the response in protobuf JSON — the message a Connect JSON client
+// receives (lowerCamel field names, 64-bit integers as strings, enums by
+// name), less seq and instanceEpoch when the id carries them
+// (docs/sse.md, "The data line"). It returns nil for responses without an
+// event name.
 //
 // Commits and progress are encoded in place by package eventjson; the rare
 // rest (status, caught-up, gap, and data nested deeper than eventjson.OnStack allows)
 // by protojson, whose encoder is deep, on a helper goroutine, so that a
 // stream's goroutine does not keep a stack grown for it (package offstack).
+// positionedJSON writes a positioned response's data: its id carries seq
+// and instanceEpoch.
+var positionedJSON = eventjson.Options{MaxDepth: eventjson.OnStack.MaxDepth, OmitPosition: true}
+
+// dataJSON is how eventjson writes a frame's data line.
+func dataJSON(positioned bool) eventjson.Options {
+	if positioned {
+		return positionedJSON
+	}
+	return eventjson.OnStack
+}
+
 func frame(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
 	name := eventName(r)
 	if name == "" {
 		return nil, nil
 	}
 	b := make([]byte, 0, 256)
-	if r.GetSeq() > 0 {
+	positioned := r.GetSeq() > 0
+	if positioned {
 		b = append(b, "id: "...)
 		b = append(b, FormatID(r.GetInstanceEpoch(), r.GetSeq())...)
 		b = append(b, '\n')
@@ -72,12 +88,19 @@ func frame(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
 	b = append(b, "event: "...)
 	b = append(b, name...)
 	b = append(b, "\ndata: "...)
-	if out, ok := eventjson.OnStack.Append(b, r); ok {
+	if out, ok := dataJSON(positioned).Append(b, r); ok {
 		return append(out, "\n\n"...), nil
 	}
 	buf := bytes.NewBuffer(b)
 	err := offstack.Run(func() error {
-		raw, err := protojson.Marshal(r)
+		m := r
+		if positioned {
+			// The response may be shared with other streams and faces:
+			// leave it as it is.
+			m = proto.CloneOf(r)
+			m.Seq, m.InstanceEpoch = 0, 0
+		}
+		raw, err := protojson.Marshal(m)
 		if err != nil {
 			return err
 		}

@@ -198,14 +198,28 @@ func (s *stream) expectEnd() []string {
 	}
 }
 
-// decode parses an event's data as the Connect JSON client would: strict
-// protobuf JSON of a SubscribeEventsResponse (unknown fields are errors).
-func decode(t *testing.T, data string) *ringcastv1.SubscribeEventsResponse {
+// decode rebuilds the response an event carries as a client would
+// (docs/sse.md, "The data line"): its data parsed as strict protobuf JSON
+// of a SubscribeEventsResponse (unknown fields are errors), then, for an
+// event with an id, seq and instanceEpoch set from the id. It fails when a
+// positioned event's data repeats either: the id carries them.
+func decode(t *testing.T, ev event) *ringcastv1.SubscribeEventsResponse {
 	t.Helper()
 	var m ringcastv1.SubscribeEventsResponse
-	if err := protojson.Unmarshal([]byte(data), &m); err != nil {
-		t.Fatalf("data %q: %v", data, err)
+	if err := protojson.Unmarshal([]byte(ev.Data), &m); err != nil {
+		t.Fatalf("data %q: %v", ev.Data, err)
 	}
+	if ev.ID == "" {
+		return &m
+	}
+	if m.Seq != 0 || m.InstanceEpoch != 0 {
+		t.Fatalf("event %q with id %q repeats its position in its data: %s", ev.Name, ev.ID, ev.Data)
+	}
+	epoch, seq, err := sse.ParseLastEventID(ev.ID)
+	if err != nil {
+		t.Fatalf("event %q: id %q: %v", ev.Name, ev.ID, err)
+	}
+	m.Seq, m.InstanceEpoch = seq, epoch
 	return &m
 }
 

@@ -2,6 +2,7 @@ package sse_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -53,7 +54,7 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 		if st.ID != statusID {
 			t.Errorf("status id = %q, want %q", st.ID, statusID)
 		}
-		status := decode(t, st.Data)
+		status := decode(t, st)
 		if status.GetSeq() != statusSeq || status.GetInstanceEpoch() != h.Epoch() || status.GetServerStatus().GetState() != ringcastv1.ServerState_SERVER_STATE_SERVING {
 			t.Errorf("status data = %s", st.Data)
 		}
@@ -62,7 +63,7 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 		if c2.ID != id(h, fc) {
 			t.Errorf("commit id = %q, want %q", c2.ID, id(h, fc))
 		}
-		d2 := decode(t, c2.Data)
+		d2 := decode(t, c2)
 		facts := d2.GetCommit().GetFacts()
 		if d2.GetSeq() != fc || d2.GetCommit().GetFactCount() != 2 || len(facts) != 2 || facts[1].GetTopic() != "b/1" || facts[1].GetIndex() != 1 || facts[0].GetData().AsMap()["n"] != float64(0) {
 			t.Errorf("commit %d data = %s", fc, c2.Data)
@@ -74,13 +75,13 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 			t.Errorf("commit id = %q, want %q", c3.ID, id(h, fc+1))
 		}
 		cu := s.expect(sse.EventCaughtUp)
-		if m := decode(t, cu.Data); cu.ID != "" || m.GetSeq() != 0 || m.GetCaughtUp().GetHeadSeq() != fc+1 || m.GetInstanceEpoch() != h.Epoch() {
+		if m := decode(t, cu); cu.ID != "" || m.GetSeq() != 0 || m.GetCaughtUp().GetHeadSeq() != fc+1 || m.GetInstanceEpoch() != h.Epoch() {
 			t.Errorf("caught-up = %+v", cu)
 		}
 
 		seq := publish(t, h, "c/1")
 		live := s.expect(sse.EventCommit)
-		if live.ID != id(h, seq) || decode(t, live.Data).GetCommit().GetFacts()[0].GetTopic() != "c/1" {
+		if live.ID != id(h, seq) || decode(t, live).GetCommit().GetFacts()[0].GetTopic() != "c/1" {
 			t.Errorf("live event %+v", live)
 		}
 	})
@@ -108,7 +109,7 @@ func TestLatestPerKeySnapshot(t *testing.T) {
 			t.Fatalf("latest_per_key snapshot = %v, want %v", ids, want)
 		}
 		c := got[len(got)-3]
-		if d := decode(t, c.Data).GetCommit(); len(d.GetFacts()) != 1 || d.GetFacts()[0].GetTopic() != "k/2" || d.GetFactCount() != 2 {
+		if d := decode(t, c).GetCommit(); len(d.GetFacts()) != 1 || d.GetFacts()[0].GetTopic() != "k/2" || d.GetFactCount() != 2 {
 			t.Errorf("commit %d should hold only the still-current k/2: %s", both, c.Data)
 		}
 	})
@@ -222,7 +223,7 @@ func TestUnresumableIDs(t *testing.T) {
 
 				s := open(t, srv.URL, "", lastID)
 				ge := s.expect(sse.EventGap)
-				m := decode(t, ge.Data)
+				m := decode(t, ge)
 				g := m.GetGap()
 				if tc.reason == ringcastv1.Reason_REASON_MALFORMED_CURSOR && g.GetRequestedSeq() != 0 {
 					t.Errorf("gap for a malformed id = %v, want requested_seq 0", g)
@@ -265,7 +266,7 @@ func TestProgressForFilteredStream(t *testing.T) {
 		if len(snap) != n || snap[n-1].Name != sse.EventProgress || snap[n-1].ID != id(h, head) {
 			t.Fatalf("snapshot = %+v; want status (on memory), commit, progress %s", snap, id(h, head))
 		}
-		if p := decode(t, snap[n-1].Data); p.GetSeq() != head || p.GetEventTime() == nil || p.GetProgress() == nil {
+		if p := decode(t, snap[n-1]); p.GetSeq() != head || p.GetEventTime() == nil || p.GetProgress() == nil {
 			t.Errorf("progress data = %s", snap[n-1].Data)
 		}
 
@@ -408,9 +409,10 @@ func TestBadQuery(t *testing.T) {
 }
 
 // TestDataIsConnectJSON: every event's data is the stream message a Connect
-// JSON client receives for the same subscribe — the same message, spelled
-// the same (lowerCamel names; the epoch as a decimal string whose 16-digit
-// hex form is the id's prefix).
+// JSON client receives for the same subscribe, spelled the same (lowerCamel
+// names; the epoch as a decimal string whose 16-digit hex form is an id's
+// prefix), less seq and instanceEpoch in an event with an id, which
+// carries them: the data with the id's position is the message.
 func TestDataIsConnectJSON(t *testing.T) {
 	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
@@ -418,6 +420,7 @@ func TestDataIsConnectJSON(t *testing.T) {
 		publish(t, h, "a/1", "b/1")
 		publish(t, h, "b/2")
 		publish(t, h, "a/2")
+		publish(t, h, "b/3") // a progress ends the snapshot
 
 		s := open(t, srv.URL, "?topic=a", "")
 		var got []event
@@ -448,16 +451,25 @@ func TestDataIsConnectJSON(t *testing.T) {
 		if len(got) != len(want) {
 			t.Fatalf("SSE sent %d events, Connect JSON %d messages", len(got), len(want))
 		}
+		kinds := map[string]int{}
 		for i, ev := range got {
 			if strings.Contains(ev.Data, "_") && !strings.Contains(ev.Data, "SERVER_STATE_") && !strings.Contains(ev.Data, "REASON_") {
 				t.Errorf("event %d data has a snake_case name: %s", i, ev.Data)
 			}
-			if !strings.Contains(ev.Data, `"instanceEpoch":"`+strconv.FormatUint(h.Epoch(), 10)+`"`) {
-				t.Errorf("event %d data lacks the decimal instanceEpoch: %s", i, ev.Data)
+			if ev.ID == "" && !strings.Contains(ev.Data, `"instanceEpoch":"`+strconv.FormatUint(h.Epoch(), 10)+`"`) {
+				t.Errorf("event %d without an id: data lacks the decimal instanceEpoch: %s", i, ev.Data)
 			}
-			m := decode(t, ev.Data)
-			if m.GetSeq() > 0 && ev.ID != id(h, m.GetSeq()) {
-				t.Errorf("event %d id %q for seq %d, want %q", i, ev.ID, m.GetSeq(), id(h, m.GetSeq()))
+			var top map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(ev.Data), &top); err != nil {
+				t.Fatalf("event %d data %s: %v", i, ev.Data, err)
+			}
+			if _, seq := top["seq"]; ev.ID != "" && (seq || top["instanceEpoch"] != nil) {
+				t.Errorf("event %d with id %q repeats the position in its data: %s", i, ev.ID, ev.Data)
+			}
+			kinds[ev.Name]++
+			m := decode(t, ev) // with the id's seq and epoch
+			if wantID := id(h, want[i].GetSeq()); want[i].GetSeq() > 0 && ev.ID != wantID || want[i].GetSeq() == 0 && ev.ID != "" {
+				t.Errorf("event %d id %q; want %q for seq %d, none for 0", i, ev.ID, wantID, want[i].GetSeq())
 			}
 			if m.GetCaughtUp() != nil { // stamped with its send time
 				m.EventTime, want[i].EventTime = nil, nil
@@ -472,6 +484,9 @@ func TestDataIsConnectJSON(t *testing.T) {
 			if !proto.Equal(m, want[i]) {
 				t.Errorf("event %d: SSE %v, Connect JSON %v", i, m, want[i])
 			}
+		}
+		if kinds[sse.EventCommit] != 2 || kinds[sse.EventProgress] != 1 || kinds[sse.EventCaughtUp] != 1 {
+			t.Errorf("events by name %v; want 2 commits, a progress and caught-up", kinds)
 		}
 	})
 }

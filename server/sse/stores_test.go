@@ -50,7 +50,7 @@ func TestResumeAfterRestart(t *testing.T) {
 		s := open(t, srv.URL, "", last)
 		if !store.Durable {
 			ge := s.expect(sse.EventGap)
-			if g := decode(t, ge.Data).GetGap(); g.GetReason() != ringcastv1.Reason_REASON_EPOCH_MISMATCH {
+			if g := decode(t, ge).GetGap(); g.GetReason() != ringcastv1.Reason_REASON_EPOCH_MISMATCH {
 				t.Fatalf("gap = %s, want epoch_mismatch", ge.Data)
 			}
 			snap := s.untilCaughtUp()
@@ -113,7 +113,7 @@ func TestLastEventIDFromOneReplicaResumesOnAnother(t *testing.T) {
 
 		r := open(t, b.URL, "", last)
 		st := r.expect(sse.EventStatus) // B's own status, unpositioned
-		if st.ID != "" || decode(t, st.Data).GetSeq() != 0 {
+		if st.ID != "" || decode(t, st).GetSeq() != 0 {
 			t.Fatalf("replica status %+v, want no id and seq 0", st)
 		}
 		if got, want := commitIDs(t, r.untilCaughtUp()), ids(h, seqs[2:]...); got != want {

@@ -13,13 +13,12 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { TestContext } from "node:test";
 
-import { fromJsonString } from "@bufbuild/protobuf";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { EventSource } from "eventsource";
 
-import { SubscribeEventsResponseSchema } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 import { formatEpoch, publish, reasonName, subscribe } from "../src/index.js";
 import { ringtestTool, startServer, transportFor, type Protocol, type Server } from "./harness.js";
+import { sseMessage } from "./sse-message.js";
 
 /**
  * The transports under faults: connect-node's Connect, gRPC and gRPC-Web,
@@ -368,7 +367,7 @@ export class Run {
       const es = new EventSource(`${this.proxy.url}/events`);
       this.#sse.push(es);
       let gapAt: string | undefined; // the Last-Event-ID of the last gap, until a positioned event follows
-      const parse = (e: MessageEvent) => fromJsonString(SubscribeEventsResponseSchema, String(e.data));
+      const parse = (e: MessageEvent) => sseMessage(String(e.data), e.lastEventId);
       const guard = (f: (e: MessageEvent) => void) => (e: MessageEvent) => {
         try {
           f(e);

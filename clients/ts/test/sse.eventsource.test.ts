@@ -4,7 +4,8 @@
 // Last-Event-ID after the server ends a stream (lease) with no gap and no
 // duplicate; a named gap after a restart (new epoch) and for a
 // Last-Event-ID that does not parse; every data line parsed by the generated
-// schema, as Connect JSON.
+// schema, as Connect JSON, with a positioned event's seq and instanceEpoch
+// taken from its id (docs/sse.md, "The data line").
 //
 // Run: node --import tsx --test clients/ts/test/sse.eventsource.test.ts
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -15,9 +16,9 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { EventSource } from "eventsource";
-import { fromJsonString } from "@bufbuild/protobuf";
-import { Reason, SubscribeEventsResponseSchema } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+import { Reason } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 import { formatEpoch } from "../src/cursor.js";
+import { sseMessage } from "./sse-message.js";
 
 const repoRoot = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const waitMs = 15_000;
@@ -215,8 +216,9 @@ test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then liv
     assert.equal(before.at(-1)!.type, "status");
     assert.match(before.at(-1)!.data, /SERVER_STATE_DRAINING/);
     // The data is the Connect JSON message: the generated schema parses it
-    // (strictly: an unknown field would throw).
-    const msg = fromJsonString(SubscribeEventsResponseSchema, rec.seen[gapAt]!.data);
+    // (strictly: an unknown field would throw). A gap has no id: its data
+    // keeps instanceEpoch.
+    const msg = sseMessage(rec.seen[gapAt]!.data, rec.seen[gapAt]!.id);
     assert.equal(msg.event.case, "gap");
     const gap = msg.event.value;
     assert.equal(gap.reason, Reason.EPOCH_MISMATCH);
@@ -258,13 +260,25 @@ test("a Last-Event-ID that does not parse gives a malformed_cursor gap, the snap
     assert.equal(rec.seen[1]?.type, "status", "the snapshot follows the gap");
     const live = await publish(srv.url, "malformed/t", 1);
     await rec.until("the live commit", () => rec.positioned().includes(live));
-    // Every event's data is the Connect JSON message; a positioned one's id
-    // is its decimal instanceEpoch in 16 hex digits, "-", its seq.
+    // Every event's data is the Connect JSON message, less the position of
+    // a positioned event, which its id carries (the epoch in 16 hex digits,
+    // "-", the seq); the others keep the decimal instanceEpoch, and name the
+    // same epoch as the ids.
+    const epoch = rec.positionedEvents()[0]!.id.slice(0, 16);
     for (const ev of rec.seen) {
-      const msg = fromJsonString(SubscribeEventsResponseSchema, ev.data);
-      if (msg.seq > 0n) assert.equal(ev.id, `${formatEpoch(msg.instanceEpoch)}-${msg.seq}`);
+      const raw = JSON.parse(ev.data) as Record<string, unknown>;
+      const msg = sseMessage(ev.data, ev.id);
+      if (positionedTypes.has(ev.type)) {
+        assert.ok(!("seq" in raw) && !("instanceEpoch" in raw), `${ev.type} ${ev.id} repeats its position: ${ev.data}`);
+        assert.equal(`${formatEpoch(msg.instanceEpoch)}-${msg.seq}`, ev.id);
+      } else {
+        assert.equal(typeof raw["instanceEpoch"], "string", `${ev.type} without instanceEpoch: ${ev.data}`);
+        assert.equal(msg.seq, 0n);
+        assert.equal(formatEpoch(msg.instanceEpoch), epoch);
+      }
     }
-    const commit = fromJsonString(SubscribeEventsResponseSchema, rec.seen.find((e) => e.type === "commit")!.data);
+    const first = rec.seen.find((e) => e.type === "commit")!;
+    const commit = sseMessage(first.data, first.id);
     assert.equal(commit.event.case, "commit");
     assert.equal(commit.event.value.facts[0]?.topic, "malformed/t");
   } finally {
