@@ -49,18 +49,6 @@ func reasonName(r ringcastv1.Reason) string {
 	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
 }
 
-// frame renders a response as a complete SSE event: an `id:` for a
-// positioned response (seq > 0), its event name and one data line holding
-// the response in protobuf JSON — the message a Connect JSON client
-// receives (lowerCamel field names, 64-bit integers as strings, enums by
-// name), less seq and instanceEpoch when the id carries them
-// (docs/sse.md, "The data line"). It returns nil for responses without an
-// event name.
-//
-// Commits and progress are encoded in place by package eventjson; the rare
-// rest (status, caught-up, gap, and data nested deeper than eventjson.OnStack allows)
-// by protojson, whose encoder is deep, on a helper goroutine, so that a
-// stream's goroutine does not keep a stack grown for it (package offstack).
 // positionedJSON writes a positioned response's data: its id carries seq
 // and instanceEpoch.
 var positionedJSON = eventjson.Options{MaxDepth: eventjson.OnStack.MaxDepth, OmitPosition: true}
@@ -73,6 +61,18 @@ func dataJSON(positioned bool) eventjson.Options {
 	return eventjson.OnStack
 }
 
+// frame renders a response as a complete SSE event: an `id:` for a
+// positioned response (seq > 0), its event name and one data line holding
+// the response in protobuf JSON — the message a Connect JSON client
+// receives (lowerCamel field names, 64-bit integers as strings, enums by
+// name), less seq and instanceEpoch when the id carries them
+// (docs/sse.md, "The data line"). It returns nil for responses without an
+// event name.
+//
+// Commits and progress are encoded in place by package eventjson; the rare
+// rest (status, caught-up, gap, and data nested deeper than eventjson.OnStack allows)
+// by protojson, whose encoder is deep, on a helper goroutine, so that a
+// stream's goroutine does not keep a stack grown for it (package offstack).
 func frame(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
 	name := eventName(r)
 	if name == "" {
