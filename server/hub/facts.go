@@ -63,6 +63,10 @@ func checkStruct(s *structpb.Struct, depth, maxDepth int) (string, string) {
 // checkValue is checkStruct for any value.
 func checkValue(v *structpb.Value, depth, maxDepth int) (string, string) {
 	switch k := v.GetKind().(type) {
+	case nil:
+		// Possible in binary (an empty map entry or list item), but not
+		// in JSON: no JSON or SSE subscriber could be sent it.
+		return "", "a value must be null, a number, a string, a bool, an object or a list"
 	case *structpb.Value_NumberValue:
 		if math.IsNaN(k.NumberValue) || math.IsInf(k.NumberValue, 0) {
 			return "", "numbers must be finite (JSON has no NaN or Infinity)"

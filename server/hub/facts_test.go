@@ -14,8 +14,9 @@ import (
 	"github.com/ringcast/ringcast/server/hub"
 )
 
-// TestInvalidFactNamesTheValue: a fact refused for its data (too deep, or a
-// number JSON cannot carry) is refused with ErrInvalidFact, naming the
+// TestInvalidFactNamesTheValue: a fact refused for its data (too deep, a
+// number JSON cannot carry, or a value of no kind, which binary can carry
+// and JSON cannot) is refused with ErrInvalidFact, naming the
 // fact and the path of the offending value within its data, and the limit.
 func TestInvalidFactNamesTheValue(t *testing.T) {
 	h := newHub(t, hub.Config{Window: 64, MaxDataDepth: 3})
@@ -33,6 +34,10 @@ func TestInvalidFactNamesTheValue(t *testing.T) {
 	}
 	nanInList := data(`{"a":{"b":[1,2,3]}}`)
 	nanInList.GetData().Fields["a"].GetStructValue().Fields["b"].GetListValue().Values[2] = structpb.NewNumberValue(math.Inf(1))
+	kindless := data(`{"a":{"b":[1,2]}}`)
+	kindless.GetData().Fields["a"].GetStructValue().Fields["b"].GetListValue().Values[1] = &structpb.Value{}
+	emptyEntry := data(`{"ok":1}`)
+	emptyEntry.GetData().Fields["e"] = &structpb.Value{}
 	cases := []struct {
 		name string
 		fact *ringcastv1.Fact
@@ -41,6 +46,8 @@ func TestInvalidFactNamesTheValue(t *testing.T) {
 		{"NaN at the top", withNaN(`{"ok":1}`, "n"), "facts[1].data.n: numbers must be finite"},
 		{"Inf in a list in an object", nanInList, "facts[1].data.a.b[2]: numbers must be finite"},
 		{"an object too deep", data(`{"a":{"b":{"c":{"d":1}}}}`), "facts[1].data.a.b.c: objects and arrays nest deeper than the limit of 3 levels"},
+		{"a value without a kind in a list", kindless, "facts[1].data.a.b[1]: a value must be null"},
+		{"an empty struct entry", emptyEntry, "facts[1].data.e: a value must be null"},
 		{"a list too deep", data(`{"a":[{"x":1},[[1]]]}`), "facts[1].data.a[1][0]: objects and arrays nest deeper than the limit of 3 levels"},
 	}
 	for _, tc := range cases {
