@@ -225,7 +225,7 @@ type Hub struct {
 	// the notifier replaces it: while it is clear nobody holds the channel,
 	// so a change needs no wake-up (see signal).
 	wakeTaken atomic.Bool
-	takers    atomic.Int32 // takes of wake since it was replaced (signal's heuristic)
+	takers    atomic.Int32 // takes of wake since it was replaced, counted to just past directWakeTakers (signal's heuristic)
 	lastWake  atomic.Int64 // when wake was last closed, as monoSince: the notifier's hold counts from it
 	// drainHead is the head when a hub with a Log started draining: its
 	// streams end there (commits from other replicas keep arriving).
@@ -451,7 +451,9 @@ func (h *Hub) takeWake() <-chan struct{} {
 	if !h.wakeTaken.Load() {
 		h.wakeTaken.Store(true)
 	}
-	h.takers.Add(1)
+	if h.takers.Load() <= directWakeTakers { // counting further would tell signal nothing
+		h.takers.Add(1)
+	}
 	return h.wake
 }
 

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"errors"
 	"mime"
 	"strings"
 	"sync"
@@ -116,7 +117,11 @@ func (s *streamSink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 	}
 	b, err := appendEnvelope(*s.buf, r, s.codec.append)
 	*s.buf = b
-	return err
+	if err != nil {
+		// What was buffered before it still goes out.
+		return errors.Join(err, s.writeBuffered())
+	}
+	return nil
 }
 
 // send sends msg through connect, after the batch buffer.
