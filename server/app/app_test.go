@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -133,6 +134,26 @@ func TestTLSServesAllProtocols(t *testing.T) {
 			stream.Close()
 		})
 	}
+	t.Run("sse over h2", func(t *testing.T) {
+		// HTTP/2 has no chunked encoding, and its server drops the
+		// Transfer-Encoding the face sets for HTTP/1.1.
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr}).Get(base + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+			t.Fatalf("/events over TLS: %s %s, want 200 over HTTP/2", resp.Proto, resp.Status)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() && sc.Text() != "event: caught-up" {
+		}
+		if sc.Err() != nil || sc.Text() != "event: caught-up" {
+			t.Fatalf("no caught-up frame over HTTP/2: %v", sc.Err())
+		}
+	})
 	cancel()
 	ringtest.Wait(t, done, 10*time.Second, "TLS server shutdown")
 }

@@ -132,6 +132,14 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
+	if r.ProtoMajor == 1 && r.ProtoAtLeast(1, 1) {
+		// No chunked encoding on HTTP/1.1: the body ends when the
+		// connection closes, as the SSE specification recommends. A batch
+		// is then one write system call; chunked, net/http's 4 KiB
+		// connection buffer split a batch larger than it into three (the
+		// buffer filled with the chunk header, the rest, the chunk's end).
+		hd.Set("Transfer-Encoding", "identity")
+	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return hub.Request{}, nil, errAnswered
