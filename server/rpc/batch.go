@@ -35,6 +35,13 @@ func withBatchWriter(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// Unlike the SSE face's, an HTTP/1.1 response here stays chunked,
+		// though a batch larger than net/http's 4 KiB connection buffer
+		// then takes three write system calls instead of one: with a body
+		// ended by the connection's close, a cut connection would look to
+		// a client like the end of the body, and Connect clients take a
+		// body without its end-of-stream message for a protocol error,
+		// not a reason to resume.
 		bw := &batchWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 		next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), batchWriterKey{}, bw)))
 	})
