@@ -158,24 +158,28 @@ func fieldBit(name string) uint16 {
 }
 
 // array reads an array, calling elem for each element.
-func (d *decoder) array(elem func() bool) bool {
-	if !d.enter('[') {
+func (d *decoder) array(elem func() bool) bool { return d.items('[', ']', elem) }
+
+// items reads what open and close enclose, items separated by commas,
+// calling item for each.
+func (d *decoder) items(open, close byte, item func() bool) bool {
+	if !d.enter(open) {
 		return false
 	}
-	if d.skip() == ']' {
+	if d.skip() == close {
 		d.i++
 		d.depth--
 		return true
 	}
 	for {
 		d.skip()
-		if !elem() {
+		if !item() {
 			return false
 		}
 		switch d.skip() {
 		case ',':
 			d.i++
-		case ']':
+		case close:
 			d.i++
 			d.depth--
 			return true
@@ -212,35 +216,15 @@ func (d *decoder) structValue() (*structpb.Struct, bool) {
 // anyObject reads an object, calling member for each member's value with
 // its name (a struct's key, or a field's name for object).
 func (d *decoder) anyObject(member func(key string) bool) bool {
-	if !d.enter('{') {
-		return false
-	}
-	if d.skip() == '}' {
-		d.i++
-		d.depth--
-		return true
-	}
-	for {
+	return d.items('{', '}', func() bool {
 		var key string
 		if d.skip() != '"' || !d.str(&key) || d.skip() != ':' {
 			return false
 		}
 		d.i++
 		d.skip()
-		if !member(key) {
-			return false
-		}
-		switch d.skip() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			d.depth--
-			return true
-		default:
-			return false
-		}
-	}
+		return member(key)
+	})
 }
 
 // value reads any JSON value as a google.protobuf.Value.
