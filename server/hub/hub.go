@@ -220,13 +220,13 @@ type Hub struct {
 	keys   *stateTable
 	dedupe *dedupe
 	latest *Event        // the latest status event (never nil after New)
-	wake   chan struct{} // closed by the notifier after head advanced, if taken; then replaced
+	wake   chan struct{} // closed after head advanced, if taken (wakeNow); then replaced
 	// wakeTaken is set when a reader takes wake (takeWake) and cleared when
-	// the notifier replaces it: while it is clear nobody holds the channel,
-	// so a change needs no wake-up (see signal).
+	// wakeNow replaces it: while it is clear nobody holds the channel, so a
+	// change needs no wake-up (see signal).
 	wakeTaken atomic.Bool
 	takers    atomic.Int32 // takes of wake since it was replaced, counted to just past directWakeTakers (signal's heuristic)
-	lastWake  atomic.Int64 // when wake was last closed, as monoSince: the notifier's hold counts from it
+	lastWake  atomic.Int64 // when wake was last closed, in nanoseconds since monoStart: the notifier's hold counts from it
 	// drainHead is the head when a hub with a Log started draining: its
 	// streams end there (commits from other replicas keep arriving).
 	drainHead uint64
