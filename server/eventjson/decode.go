@@ -14,8 +14,9 @@ import (
 
 // UnmarshalPublish decodes a Publish request's protobuf JSON into m, as
 // protojson.Unmarshal (strict: no unknown field) would, for the requests
-// publishers send: field names in lowerCamel or as in the proto, plain
-// strings, decimal indexes, padded base64 and any struct payload. It
+// publishers send: field names in lowerCamel or as in the proto, strings
+// with any escape but a surrogate, decimal indexes, base64 in each form
+// protojson reads, and any struct payload. It
 // returns false, leaving m in an unspecified state, for anything else —
 // input protojson refuses as well as spellings it accepts but this decoder
 // does not (null fields, quoted numbers, surrogate escapes, deep nesting);
