@@ -327,22 +327,34 @@ func (d *decoder) uint32(v *uint32) bool {
 }
 
 // str reads a JSON string into s: valid UTF-8, no raw control
-// characters, the escapes of RFC 8259 but surrogates (declined).
+// characters, the escapes of RFC 8259 but surrogates (declined). A string
+// without escapes is copied once, from the input.
 func (d *decoder) str(s *string) bool {
 	if d.peek() != '"' {
 		return false
 	}
 	d.i++
-	start := d.i
+	var buf []byte // nil until the first escape
+	run := d.i     // where the input not yet in buf begins
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch {
 		case c == '"':
-			*s = string(d.b[start:d.i])
+			if buf == nil {
+				*s = string(d.b[run:d.i])
+			} else {
+				*s = string(append(buf, d.b[run:d.i]...))
+			}
 			d.i++
 			return true
 		case c == '\\':
-			return d.escaped(s, start)
+			buf = append(buf, d.b[run:d.i]...)
+			r, ok := d.escape()
+			if !ok {
+				return false
+			}
+			buf = utf8.AppendRune(buf, r)
+			run = d.i
 		case c < ' ':
 			return false
 		case c >= utf8.RuneSelf:
@@ -358,63 +370,39 @@ func (d *decoder) str(s *string) bool {
 	return false
 }
 
-// escaped finishes a string that has escapes, from its start.
-func (d *decoder) escaped(s *string, start int) bool {
-	buf := append([]byte(nil), d.b[start:d.i]...)
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		switch {
-		case c == '"':
-			*s = string(buf)
-			d.i++
-			return true
-		case c == '\\':
-			if d.i+1 >= len(d.b) {
-				return false
-			}
-			e := d.b[d.i+1]
-			d.i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				if d.i+4 > len(d.b) {
-					return false
-				}
-				r, err := strconv.ParseUint(string(d.b[d.i:d.i+4]), 16, 16)
-				if err != nil || r >= 0xd800 && r <= 0xdfff {
-					return false
-				}
-				buf = utf8.AppendRune(buf, rune(r))
-				d.i += 4
-			default:
-				return false
-			}
-		case c < ' ':
-			return false
-		case c >= utf8.RuneSelf:
-			r, n := utf8.DecodeRune(d.b[d.i:])
-			if r == utf8.RuneError && n == 1 {
-				return false
-			}
-			buf = append(buf, d.b[d.i:d.i+n]...)
-			d.i += n
-		default:
-			buf = append(buf, c)
-			d.i++
-		}
+// escape reads the escape at i (its backslash included) and returns the
+// character it stands for.
+func (d *decoder) escape() (rune, bool) {
+	if d.i+1 >= len(d.b) {
+		return 0, false
 	}
-	return false
+	e := d.b[d.i+1]
+	d.i += 2
+	switch e {
+	case '"', '\\', '/':
+		return rune(e), true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	case 'u':
+		if d.i+4 > len(d.b) {
+			return 0, false
+		}
+		r, err := strconv.ParseUint(string(d.b[d.i:d.i+4]), 16, 16)
+		if err != nil || r >= 0xd800 && r <= 0xdfff {
+			return 0, false
+		}
+		d.i += 4
+		return rune(r), true
+	}
+	return 0, false
 }
 
 // skip skips whitespace and returns the next byte (0 at the end).
