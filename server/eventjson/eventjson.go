@@ -1,6 +1,7 @@
 // Package eventjson reads and writes, without reflection, the protobuf
 // JSON of the messages on ringcast's hot paths: the commits and progress a
-// stream sends, and the Publish and PublishBatch requests publishers send.
+// stream sends, and the Publish and PublishBatch requests publishers send
+// and the receipts they get back.
 //
 // Writing, the output is byte for byte what protojson.Marshal gives,
 // compacted (docs/protocol.md: lowerCamel names in declaration order,
@@ -28,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
@@ -68,20 +70,10 @@ func (o Options) appendResponse(b []byte, r *ringcastv1.SubscribeEventsResponse)
 	var ok bool
 	w := writer{b: append(b, '{')}
 	if !o.OmitPosition {
-		if r.Seq != 0 {
-			w.name("seq")
-			w.b = appendQuotedUint(w.b, r.Seq)
-		}
-		if r.InstanceEpoch != 0 {
-			w.name("instanceEpoch")
-			w.b = appendQuotedUint(w.b, r.InstanceEpoch)
-		}
+		w.position(r.Seq, r.InstanceEpoch)
 	}
-	if t := r.EventTime; t != nil {
-		w.name("eventTime")
-		if w.b, ok = appendTimestamp(w.b, t.Seconds, t.Nanos); !ok {
-			return nil, false
-		}
+	if !w.timestamp("eventTime", r.EventTime) {
+		return nil, false
 	}
 	switch e := r.Event.(type) {
 	case *ringcastv1.SubscribeEventsResponse_Commit:
@@ -99,6 +91,53 @@ func (o Options) appendResponse(b []byte, r *ringcastv1.SubscribeEventsResponse)
 		w.b = append(w.b, "{}"...)
 	default:
 		return nil, false
+	}
+	return append(w.b, '}'), true
+}
+
+// AppendReceipt appends a Publish receipt's protobuf JSON to dst. It
+// returns dst unchanged and false when r holds a time protojson would
+// refuse.
+func AppendReceipt(dst []byte, r *ringcastv1.PublishResponse) ([]byte, bool) {
+	out, ok := appendReceipt(dst, r)
+	if !ok {
+		return dst, false
+	}
+	return out, true
+}
+
+// AppendReceipts appends a PublishBatch response's protobuf JSON to dst,
+// as AppendReceipt does.
+func AppendReceipts(dst []byte, r *ringcastv1.PublishBatchResponse) ([]byte, bool) {
+	w := writer{b: append(dst, '{')}
+	if len(r.Receipts) > 0 {
+		w.name("receipts")
+		w.b = append(w.b, '[')
+		for i, rc := range r.Receipts {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			var ok bool
+			if w.b, ok = appendReceipt(w.b, rc); !ok {
+				return dst, false
+			}
+		}
+		w.b = append(w.b, ']')
+	}
+	return append(w.b, '}'), true
+}
+
+func appendReceipt(b []byte, r *ringcastv1.PublishResponse) ([]byte, bool) {
+	w := writer{b: append(b, '{')}
+	if r != nil {
+		w.position(r.Seq, r.InstanceEpoch)
+		if !w.timestamp("eventTime", r.EventTime) {
+			return nil, false
+		}
+		if r.Duplicate {
+			w.name("duplicate")
+			w.b = append(w.b, "true"...)
+		}
 	}
 	return append(w.b, '}'), true
 }
@@ -343,6 +382,30 @@ func appendQuotedUint(b []byte, v uint64) []byte {
 	b = append(b, '"')
 	b = strconv.AppendUint(b, v, 10)
 	return append(b, '"')
+}
+
+// position writes seq and instanceEpoch, each when set.
+func (w *writer) position(seq, epoch uint64) {
+	if seq != 0 {
+		w.name("seq")
+		w.b = appendQuotedUint(w.b, seq)
+	}
+	if epoch != 0 {
+		w.name("instanceEpoch")
+		w.b = appendQuotedUint(w.b, epoch)
+	}
+}
+
+// timestamp writes a Timestamp member when t is set. It reports false for
+// a time protojson refuses.
+func (w *writer) timestamp(name string, t *timestamppb.Timestamp) bool {
+	if t == nil {
+		return true
+	}
+	w.name(name)
+	var ok bool
+	w.b, ok = appendTimestamp(w.b, t.Seconds, t.Nanos)
+	return ok
 }
 
 // writer writes an object's members, a comma before all but the first.

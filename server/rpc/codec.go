@@ -92,16 +92,25 @@ func newJSONCodec(name string) *eventCodec {
 // stream's goroutine, it would grow that goroutine's stack to 16 KiB for
 // the rest of the stream's life (package offstack). Unary responses are
 // marshalled in place, as their requests are unmarshalled: their
-// goroutine's stack is not kept by a stream.
+// goroutine's stack is not kept by a stream. Publish receipts, one per
+// commit published, are written by package eventjson too.
 func appendJSON(dst []byte, m proto.Message) ([]byte, error) {
-	r, ok := m.(*ringcastv1.SubscribeEventsResponse)
-	if !ok {
-		return protojson.MarshalOptions{}.MarshalAppend(dst, m)
+	switch r := m.(type) {
+	case *ringcastv1.SubscribeEventsResponse:
+		if b, ok := eventjson.OnStack.Append(dst, r); ok {
+			return b, nil
+		}
+		return offStack(protojson.MarshalOptions{}.MarshalAppend, dst, m)
+	case *ringcastv1.PublishResponse:
+		if b, ok := eventjson.AppendReceipt(dst, r); ok {
+			return b, nil
+		}
+	case *ringcastv1.PublishBatchResponse:
+		if b, ok := eventjson.AppendReceipts(dst, r); ok {
+			return b, nil
+		}
 	}
-	if b, ok := eventjson.OnStack.Append(dst, r); ok {
-		return b, nil
-	}
-	return offStack(protojson.MarshalOptions{}.MarshalAppend, dst, m)
+	return protojson.MarshalOptions{}.MarshalAppend(dst, m)
 }
 
 // unmarshalJSON decodes a request's protobuf JSON. Publish and
