@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -434,8 +435,12 @@ func (h *Hub) signal() {
 	}
 	if h.writing.Load() == 0 && h.takers.Load() <= directWakeTakers {
 		// A few streams wait, none is writing: wake them here, without
-		// the notifier's hop (a lone subscriber's latency).
+		// the notifier's hop (a lone subscriber's latency). The woken
+		// streams would wait, queued on this thread, until the publisher
+		// had written its receipt; yield, so that they write the event
+		// first and the receipt follows.
 		h.wakeNow()
+		runtime.Gosched()
 		return
 	}
 	select {
