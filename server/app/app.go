@@ -153,7 +153,7 @@ const plausibleRate = 10000
 
 // warnWindow logs, at Warn, a ring window so small that a plausible
 // publish rate (one client at --publish-rate, else plausibleRate) turns it
-// over within the longest a live wake-up may be held (8 × --coalesce):
+// over within the longest a live wake-up may be held (hub.MaxHold):
 // subscribers a wake-up behind would find their cursors gone at once and
 // resync (docs/limits.md). Such a window is allowed, never an error.
 func warnWindow(cfg Config) {
@@ -161,7 +161,7 @@ func warnWindow(cfg Config) {
 	if rate <= 0 {
 		rate = plausibleRate
 	}
-	held := 8 * cfg.Coalesce
+	held := hub.MaxHold(cfg.Coalesce)
 	if need := rate * held.Seconds(); float64(cfg.Window) < need {
 		cfg.Logger.Warn("the ring window turns over within a few coalesce intervals at a plausible publish rate: subscribers a wake-up behind will find their cursors too old and resync; raise --window or lower --coalesce",
 			"window", cfg.Window, "coalesce", cfg.Coalesce, "rate_per_s", rate,

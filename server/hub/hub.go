@@ -228,6 +228,7 @@ type Hub struct {
 	wakeTaken atomic.Bool
 	takers    atomic.Int32 // takes of wake since it was replaced, counted to just past directWakeTakers (signal's heuristic)
 	lastWake  atomic.Int64 // when wake was last closed, in nanoseconds since monoStart: the notifier's hold counts from it
+	kickedAt  atomic.Int64 // when the latest kick was sent, in nanoseconds since monoStart (see notify)
 	// drainHead is the head when a hub with a Log started draining: its
 	// streams end there (commits from other replicas keep arriving).
 	drainHead uint64
@@ -442,6 +443,12 @@ func (h *Hub) signal() {
 		h.wakeNow()
 		runtime.Gosched()
 		return
+	}
+	if len(h.kick) == 0 {
+		// When this kick is sent, for the notifier to tell how late it
+		// takes it. Set before the send, so that the notifier never reads
+		// an earlier kick's time; a pending kick keeps its own.
+		h.kickedAt.Store(int64(time.Since(monoStart)))
 	}
 	select {
 	case h.kick <- struct{}{}:

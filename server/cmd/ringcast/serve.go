@@ -22,7 +22,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (HTTP/1.1 and h2c, or TLS with --tls-cert)")
 	fs.IntVar(&cfg.Window, "window", cfg.Window, "events retained in the ring (W): how far back a cursor can resume")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat (or pending Progress) interval on idle streams")
-	fs.DurationVar(&cfg.Coalesce, "coalesce", cfg.Coalesce, "while writes back up, hold live wake-ups up to this long after the previous one (up to 8x under sustained overload) so commits published meanwhile reach each subscriber in one write; a commit finding the streams idle wakes them at once (0: never hold)")
+	fs.DurationVar(&cfg.Coalesce, "coalesce", cfg.Coalesce, "while writes back up, hold live wake-ups up to this long after the previous one (up to 16x under sustained overload, when streams are still writing or the CPUs are saturated) so commits published meanwhile reach each subscriber in one write; a commit finding the streams idle wakes them at once (0: never hold)")
 	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "longest life of a stream (±10% jitter); clients resume with their cursor; 0 keeps the default, negative disables")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "cut a stream whose write is blocked this long (a subscriber that stopped reading)")
 	fs.IntVar(&cfg.StateKeys, "state-keys", cfg.StateKeys, "keys kept for LATEST_PER_KEY snapshots; past it the least recently updated key is dropped")
