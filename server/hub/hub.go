@@ -73,9 +73,10 @@ type Config struct {
 	// Coalesce bounds how long a wake-up of waiting streams may be held
 	// so that commits published meanwhile are delivered in one batch (one
 	// write per subscriber instead of one per commit). A commit that finds
-	// the streams idle wakes them at once; only while commits keep coming
-	// is the next wake-up held, up to Coalesce after the previous one (up
-	// to 8×Coalesce while streams are still writing: see notify.go).
+	// the streams idle wakes them at once; only while the server is busy
+	// (streams still writing, or the CPUs saturated) is the next wake-up
+	// held, up to Coalesce after the previous one (up to MaxHold under
+	// sustained overload: see notify.go).
 	// 0: always wake at once.
 	Coalesce time.Duration
 	// MaxRequestBytes bounds every request message; the RPC edge enforces

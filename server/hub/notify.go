@@ -46,6 +46,7 @@ func (h *Hub) notify() {
 	window.Stop()
 	defer window.Stop()
 	hold := h.cfg.Coalesce
+	var ready time.Duration // when the notifier last finished a wake-up
 	for {
 		select {
 		case <-h.done:
@@ -57,7 +58,7 @@ func (h *Hub) notify() {
 			continue
 		}
 		now := time.Since(monoStart)
-		late := h.late(now - time.Duration(h.kickedAt.Load()))
+		late := h.late(kickDelay(now, time.Duration(h.kickedAt.Load()), ready))
 		if h.writing.Load() > 0 || late {
 			// The previous wake-up, by the notifier or by signal.
 			if wait := hold - (now - time.Duration(h.lastWake.Load())); wait > 0 {
@@ -74,7 +75,17 @@ func (h *Hub) notify() {
 			hold = nextHold(hold, h.cfg.Coalesce, false)
 		}
 		h.wakeNow()
+		ready = time.Since(monoStart)
 	}
+}
+
+// kickDelay is how long a kick sent at sent waited for the notifier, which
+// took it at now and was last ready to take one at ready. A kick sent
+// while the notifier was holding or waking (or one whose send raced with
+// its stamp, leaving an earlier kick's time) did not wait for a CPU
+// before ready: only the time since then counts.
+func kickDelay(now, sent, ready time.Duration) time.Duration {
+	return now - max(sent, ready)
 }
 
 // late reports whether the notifier ran this long after it was due (a

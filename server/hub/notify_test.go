@@ -37,3 +37,19 @@ func TestNextHoldFollowsTheLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestKickDelayCountsFromReady: a kick sent while the notifier was holding
+// a wake-up, and taken as soon as it was ready again, did not wait; one
+// sent while it was ready waited from its sending.
+func TestKickDelayCountsFromReady(t *testing.T) {
+	const ms = time.Millisecond
+	// Held from 10 to 26 ms; a publisher kicked at 11 ms; the notifier woke
+	// the streams, was ready at 26 ms and took the kick at 26.01 ms.
+	if d := kickDelay(26*ms+10*time.Microsecond, 11*ms, 26*ms); d != 10*time.Microsecond {
+		t.Fatalf("a kick sent during a hold waited %v, want 10µs", d)
+	}
+	// Ready at 26 ms, kicked at 30 ms, taken at 32 ms: saturated.
+	if d := kickDelay(32*ms, 30*ms, 26*ms); d != 2*ms {
+		t.Fatalf("a kick sent while the notifier was ready waited %v, want 2ms", d)
+	}
+}

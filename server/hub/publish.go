@@ -171,8 +171,8 @@ func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 	if fresh == 0 {
 		return nil
 	}
+	took := time.Since(now) // before the wake-up: signal may yield to the streams
 	h.signal()
-	took := time.Since(now)
 	for i, c := range commits {
 		if !receipts[i].Duplicate {
 			h.cfg.Observer.Published(len(c.Facts), took)
