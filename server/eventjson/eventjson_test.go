@@ -286,7 +286,7 @@ func randomTime(rng *rand.Rand) *timestamppb.Timestamp {
 	if rng.IntN(5) == 0 {
 		return nil
 	}
-	t := &timestamppb.Timestamp{Seconds: rng.Int64N(maxTimestampSeconds), Nanos: int32(rng.IntN(1e9))}
+	t := &timestamppb.Timestamp{Seconds: minTimestampSeconds + rng.Int64N(maxTimestampSeconds-minTimestampSeconds+1), Nanos: int32(rng.IntN(1e9))}
 	switch rng.IntN(4) {
 	case 0:
 		t.Nanos = t.Nanos / 1e6 * 1e6
