@@ -447,8 +447,9 @@ func (h *Hub) signal() {
 	}
 	if len(h.kick) == 0 {
 		// When this kick is sent, for the notifier to tell how late it
-		// takes it. Set before the send, so that the notifier never reads
-		// an earlier kick's time; a pending kick keeps its own.
+		// takes it. Set before the send, and kept by a pending kick; a
+		// send that races with the notifier taking the pending one may
+		// leave an earlier time, which kickDelay discounts.
 		h.kickedAt.Store(int64(time.Since(monoStart)))
 	}
 	select {
