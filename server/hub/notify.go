@@ -38,8 +38,8 @@ func MaxHold(coalesce time.Duration) time.Duration {
 // Taking late is what tells a saturated server from a merely busy one: at
 // 100 subscribers and 16 publishers sending as fast as they can, the
 // streams often finish their writes between wake-ups, yet every commit
-// waits for a CPU; batching more then gives the CPUs back to the
-// publishers (docs/performance.md).
+// waits for a CPU; batching more then leaves more of the CPUs to the
+// publishers (docs/performance.md measures how much).
 func (h *Hub) notify() {
 	defer h.notifierWG.Done()
 	window := time.NewTimer(time.Hour)
