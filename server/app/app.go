@@ -55,6 +55,9 @@ type Config struct {
 	// ShutdownGrace is how long shutdown waits for streams after DRAINING.
 	// Default 5s.
 	ShutdownGrace time.Duration
+	// ParkSSE lets idle SSE streams over HTTP/1.x wait without a goroutine
+	// (docs/sse.md, "Parked streams"). Default off.
+	ParkSSE bool
 	// PprofAddr, when set, serves net/http/pprof on a listener of its own
 	// (a bare port or ":port" binds loopback; see pprof.go). Default: off.
 	PprofAddr string
@@ -175,6 +178,7 @@ type Server struct {
 	Handler http.Handler
 	cfg     Config
 	guard   *writeGuard
+	events  *sse.Handler // its parked streams outlive the HTTP server's Shutdown
 	health  *health
 	tls     *tls.Config // nil: plaintext HTTP/1.1 and h2c
 	// closeStore closes a durable store's connection (and embedded
@@ -255,17 +259,22 @@ func New(cfg Config) (*Server, error) {
 	default:
 		mux.Handle("/metrics", m.Handler())
 	}
-	mux.Handle("/events", guardSSE(mw, limiter.SSE(sse.New(h, sse.WithLogger(cfg.Logger)))))
+	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
+	m.WatchWriteCuts(guard.cuts.Load)
+	sseOpts := []sse.Option{sse.WithLogger(cfg.Logger)}
+	if cfg.ParkSSE {
+		sseOpts = append(sseOpts, sse.WithParking(cfg.WriteTimeout, func() { guard.cuts.Add(1) }))
+	}
+	events := sse.New(h, sseOpts...)
+	mux.Handle("/events", guardSSE(mw, limiter.SSE(events)))
 	if !cfg.DisableConsole {
 		mux.Handle("/", console.Handler())
 	}
-	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
-	m.WatchWriteCuts(guard.cuts.Load)
 	handler := withCORS(cfg.CORSOrigins, guard.wrap(mux))
 	if hostCheckApplies(cfg) {
 		handler = withHostCheck(cfg.AllowedHosts, handler)
 	}
-	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, limiter: limiter}
+	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, events: events, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, limiter: limiter}
 	if metricsHandler != nil {
 		if srv.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			h.Close()
@@ -358,10 +367,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	fresh.closeAll()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
-	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+	serr := srv.Shutdown(shutdownCtx)
+	if serr == nil {
+		serr = s.events.Wait(shutdownCtx) // parked SSE streams, which Shutdown does not see
+	}
+	if serr != nil {
 		s.cfg.Logger.Warn("streams still open after the shutdown grace period; closing them", "grace", s.cfg.ShutdownGrace)
 		s.Hub.Close()
 		_ = srv.Close()
+		s.events.Close()
 	}
 	s.Hub.Close()
 	if msrv != nil {

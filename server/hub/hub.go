@@ -246,6 +246,9 @@ type Hub struct {
 	failOnce    sync.Once
 	// dedupeRefused counts publishes refused with ErrDedupeFull.
 	dedupeRefused atomic.Uint64
+
+	parkMu sync.Mutex
+	parked []*stream // parked streams to resume at the next wake-up (park.go)
 }
 
 // New validates cfg, mints an epoch, publishes the bind-time ServerStatus
@@ -490,6 +493,7 @@ func (h *Hub) wakeNow() {
 	h.takers.Store(0)
 	h.mu.Unlock()
 	close(ch)
+	h.unparkAll()
 	h.lastWake.Store(int64(time.Since(monoStart)))
 }
 
@@ -524,6 +528,7 @@ func (h *Hub) Close() {
 		h.state = ringcastv1.ServerState_SERVER_STATE_DRAINING
 		h.mu.Unlock()
 		close(h.done)
+		h.unparkAll()
 		if h.stopFollow != nil {
 			h.stopFollow()
 		}

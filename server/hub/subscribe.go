@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -47,16 +48,25 @@ type EventSink interface {
 // Every positioned response it sends has a seq strictly greater than the
 // previous positioned one, and no event between the start position and the
 // end is skipped without a Progress covering it.
-func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) error {
+//
+// With a sink that parks (Parker), Subscribe may instead return ErrParked
+// while the stream goes on: the sink's End then reports how it ended.
+func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) (err error) {
 	h.subscribers.Add(1)
 	h.cfg.Observer.StreamStarted(req.Face)
-	defer func() {
-		h.subscribers.Add(-1)
-		h.cfg.Observer.StreamEnded(req.Face)
-	}()
 	s := &stream{h: h, req: req, sink: sink, lastSend: time.Now()}
+	defer func() {
+		if err != ErrParked {
+			s.ended()
+		}
+	}()
 	s.flusher, _ = sink.(Flusher)
 	s.eventSink, _ = sink.(EventSink)
+	if p, ok := sink.(Parker); ok {
+		s.parker = p
+		s.parkTimer = time.AfterFunc(time.Hour, s.unpark)
+		s.parkTimer.Stop()
+	}
 	if len(req.Topics) > 0 {
 		s.match = topicMatcher(req.Topics)
 	}
@@ -104,6 +114,23 @@ type stream struct {
 	progressSpan uint64    // send Progress once this many seqs are covered unsent
 	timer        *time.Timer
 	batch        []*Event
+
+	// A stream whose sink parks (park.go): parker is the sink, parked is
+	// set while the stream waits without a goroutine, parkTimer resumes
+	// it when its heartbeat or lease end is due, listed is set while it
+	// is on the hub's parked list (guarded by Hub.parkMu), and ctx is
+	// what it resumes with.
+	parker    Parker
+	parked    atomic.Bool
+	parkTimer *time.Timer
+	listed    bool
+	ctx       context.Context
+}
+
+// ended counts the stream out.
+func (s *stream) ended() {
+	s.h.subscribers.Add(-1)
+	s.h.cfg.Observer.StreamEnded(s.req.Face)
 }
 
 // A stream's steps return these to end it with OK status; run, the one
@@ -129,6 +156,15 @@ func (s *stream) run(ctx context.Context) error {
 	if err == nil {
 		err = s.loop(ctx)
 	}
+	if err == ErrParked {
+		return err
+	}
+	return s.end(err)
+}
+
+// end turns the error a stream's steps ended it with into what Subscribe
+// returns.
+func (s *stream) end(err error) error {
 	switch err {
 	case errEnded, errDrained, ErrExpired:
 		if perr := s.progressIf(true); perr != nil {
@@ -281,6 +317,8 @@ func (s *stream) loop(ctx context.Context) error {
 			continue // positions covered without events (a Log read past until_seq)
 		case draining:
 			return errDrained
+		case s.parker != nil && s.untilDue() > 0 && s.parker.Park():
+			return s.park(ctx, wake)
 		default:
 			err = s.wait(ctx, wake)
 		}
@@ -440,11 +478,7 @@ func (s *stream) filtered(ev *Event) *ringcastv1.SubscribeEventsResponse {
 // the stream's next heartbeat or its lease end is due (nil: tick decides),
 // or until the hub closes (errEnded) or ctx ends.
 func (s *stream) wait(ctx context.Context, wake <-chan struct{}) error {
-	due := s.lastSend.Add(s.h.cfg.Heartbeat)
-	if !s.leaseEnd.IsZero() && s.leaseEnd.Before(due) {
-		due = s.leaseEnd
-	}
-	d := time.Until(due)
+	d := s.untilDue()
 	if d <= 0 {
 		return nil
 	}
@@ -459,6 +493,16 @@ func (s *stream) wait(ctx context.Context, wake <-chan struct{}) error {
 		return errEnded
 	}
 	return nil
+}
+
+// untilDue is how long until the stream's next heartbeat or its lease end
+// is due.
+func (s *stream) untilDue() time.Duration {
+	due := s.lastSend.Add(s.h.cfg.Heartbeat)
+	if !s.leaseEnd.IsZero() && s.leaseEnd.Before(due) {
+		due = s.leaseEnd
+	}
+	return time.Until(due)
 }
 
 // tick is the stream's clock, run after every delivery and every wait: it

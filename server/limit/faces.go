@@ -84,9 +84,35 @@ func (l *Limiter) SSE(next http.Handler) http.Handler {
 			http.Error(w, "resource_exhausted: "+err.Error(), http.StatusTooManyRequests)
 			return
 		}
-		defer release()
-		next.ServeHTTP(w, r)
+		sl := &slot{release: release}
+		defer func() {
+			if !sl.kept.Load() {
+				release()
+			}
+		}()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))
 	})
+}
+
+// slot is the stream slot an SSE request holds.
+type slot struct {
+	release func()
+	kept    atomic.Bool
+}
+
+type slotKey struct{}
+
+// KeepStream takes over the stream slot held by the request whose context
+// is ctx, for a stream that outlives its handler (a parked SSE stream): the
+// handler no longer releases it on return, and the caller calls the
+// returned func when the stream ends. Without a slot (no limiter) it
+// returns a func that does nothing.
+func KeepStream(ctx context.Context) (release func()) {
+	sl, ok := ctx.Value(slotKey{}).(*slot)
+	if !ok || sl.kept.Swap(true) {
+		return func() {}
+	}
+	return sl.release
 }
 
 // Listener bounds the connections a server holds: past max, a new

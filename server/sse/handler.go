@@ -10,6 +10,7 @@
 package sse
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -32,6 +34,16 @@ import (
 type Handler struct {
 	hub *hub.Hub
 	log *slog.Logger
+
+	// Parking (WithParking): on when park is set.
+	park         bool
+	writeTimeout time.Duration
+	onCut        func()
+	// parkedStreams counts the streams whose connection a sink took over
+	// (Park) until their End; parked holds those sinks, for Close.
+	parkedStreams sync.WaitGroup
+	mu            sync.Mutex
+	parked        map[*sink]struct{}
 }
 
 // The `retry:` hint sent at the start of every response is drawn uniformly
@@ -48,16 +60,59 @@ type Option func(*Handler)
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
+// WithParking lets an HTTP/1.x stream wait without a goroutine (docs/sse.md,
+// "Parked streams"): the first time it has nothing to send, its sink takes
+// the connection over from the HTTP server and the handler returns; the
+// stream then runs on a goroutine of its own only while it has something
+// to do. Each write on a parked stream has a deadline of writeTimeout, and
+// onCut (if not nil) is called for each stream cut by it. Such streams
+// outlive the HTTP server's Shutdown: Wait and Close account for them.
+func WithParking(writeTimeout time.Duration, onCut func()) Option {
+	return func(h *Handler) {
+		h.park, h.writeTimeout, h.onCut = true, writeTimeout, onCut
+		if h.onCut == nil {
+			h.onCut = func() {}
+		}
+	}
+}
+
 // New returns the handler for h.
 func New(h *hub.Hub, opts ...Option) *Handler {
 	s := &Handler{
-		hub: h,
-		log: slog.New(slog.DiscardHandler),
+		hub:    h,
+		log:    slog.New(slog.DiscardHandler),
+		parked: make(map[*sink]struct{}),
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
+}
+
+// Wait waits until every parked stream has ended (they end once the hub
+// drains or closes), or until ctx is done.
+func (s *Handler) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.parkedStreams.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close closes the connections of the parked streams: their next write
+// fails and they end.
+func (s *Handler) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sk := range s.parked {
+		_ = sk.conn.Close()
+	}
 }
 
 // ServeHTTP serves one stream until the client goes away or the hub ends
@@ -81,15 +136,25 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	sk.h, sk.ctx, sk.parkable = s, r.Context(), s.park && r.ProtoMajor == 1
 	err := s.hub.Subscribe(r.Context(), req, sk)
+	if err == hub.ErrParked {
+		return // the stream goes on without this goroutine; sk.End ends it
+	}
+	s.ended(r.Context(), sk, err)
+}
+
+// ended finishes a response after its stream ended with err: a token that
+// expired is said so, so that the page can open a new EventSource with a
+// fresh token and the last id it saw. ctx is the request's, nil for a
+// parked stream.
+func (s *Handler) ended(ctx context.Context, sk *sink, err error) {
 	if errors.Is(err, hub.ErrExpired) {
-		// The token's exp passed: say so, so the page can open a new
-		// EventSource with a fresh token and the last id it saw.
 		sk.writeString("event: " + EventTokenExpired + "\ndata: {}\n\n")
 		_ = sk.Flush()
 		return
 	}
-	if err != nil && r.Context().Err() == nil {
+	if err != nil && (ctx == nil || ctx.Err() == nil) {
 		s.log.Debug("sse stream ended", "error", err)
 	}
 }

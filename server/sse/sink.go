@@ -1,12 +1,18 @@
 package sse
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/limit"
 )
 
 // sink turns one stream's hub responses into SSE events. It buffers and
@@ -14,10 +20,22 @@ import (
 // message: a batch goes out in one Write and one flush. The buffer comes
 // from a pool and goes back at each Flush, so an idle stream holds none.
 // It is owned by the stream's goroutine.
+//
+// A sink that may park (Handler with WithParking, over HTTP/1.x) takes its
+// connection over from the HTTP server when its stream first parks (Park):
+// from then on it writes to conn itself, each write with a deadline of the
+// write timeout, and its stream runs on a goroutine only while it has
+// something to do.
 type sink struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	buf *[]byte // what waits for Flush; nil between batches
+
+	h        *Handler
+	ctx      context.Context // the request's, for its stream slot (limit.KeepStream)
+	parkable bool            // may take the connection over when the stream parks
+	conn     net.Conn        // the connection once taken over; nil before
+	release  func()          // the stream slot's release, once taken over
 }
 
 func newSink(w http.ResponseWriter) *sink {
@@ -43,8 +61,25 @@ func (s *sink) write(b []byte) error {
 	if len(*s.buf) < writeAt {
 		return nil
 	}
-	_, err := s.w.Write(*s.buf)
+	err := s.out(*s.buf)
 	*s.buf = (*s.buf)[:0]
+	return err
+}
+
+// out writes b to the response, or, once the connection is taken over, to
+// the connection with a deadline: a client that stopped reading cuts only
+// its own stream, as the server's write guard does for the others.
+func (s *sink) out(b []byte) error {
+	if s.conn == nil {
+		_, err := s.w.Write(b)
+		return err
+	}
+	_ = s.conn.SetWriteDeadline(time.Now().Add(s.h.writeTimeout))
+	_, err := s.conn.Write(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.h.onCut()
+		s.h.log.Info("cut a parked SSE stream whose write was blocked", "after", s.h.writeTimeout)
+	}
 	return err
 }
 
@@ -102,7 +137,7 @@ func (s *sink) Flush() error {
 		s.buf = nil
 		var err error
 		if len(*b) > 0 {
-			_, err = s.w.Write(*b)
+			err = s.out(*b)
 		}
 		if cap(*b) <= maxPooledBuf {
 			*b = (*b)[:0]
@@ -112,5 +147,56 @@ func (s *sink) Flush() error {
 			return err
 		}
 	}
+	if s.conn != nil {
+		return nil // written straight to the connection
+	}
 	return s.rc.Flush()
+}
+
+var _ hub.Parker = (*sink)(nil)
+
+// Park takes the connection over from the HTTP server, the first time its
+// stream parks, so that the handler can return (hub.Parker). The response
+// has no chunked encoding (start), so the body goes on as raw bytes on the
+// connection. A sink that may not park, or whose response cannot be taken
+// over (HTTP/2), says no and its stream waits on its goroutine.
+func (s *sink) Park() bool {
+	if s.conn != nil {
+		return true
+	}
+	if !s.parkable {
+		return false
+	}
+	s.parkable = false
+	conn, rw, err := s.rc.Hijack()
+	if err != nil {
+		return false
+	}
+	if rw.Writer.Buffered() > 0 {
+		// Flush left nothing behind; should net/http have, it goes first.
+		if err := rw.Writer.Flush(); err != nil {
+			_ = conn.Close()
+			return false
+		}
+	}
+	s.conn, s.w, s.rc = conn, nil, nil
+	s.release = limit.KeepStream(s.ctx)
+	s.ctx = nil
+	s.h.parkedStreams.Add(1)
+	s.h.mu.Lock()
+	s.h.parked[s] = struct{}{}
+	s.h.mu.Unlock()
+	return true
+}
+
+// End ends a parked stream's response (hub.Parker): as ServeHTTP does after
+// Subscribe, then the connection closes, which ends the body.
+func (s *sink) End(err error) {
+	s.h.ended(nil, s, err)
+	s.h.mu.Lock()
+	delete(s.h.parked, s)
+	s.h.mu.Unlock()
+	_ = s.conn.Close()
+	s.release()
+	s.h.parkedStreams.Done()
 }
