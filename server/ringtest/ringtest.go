@@ -8,6 +8,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -178,5 +180,36 @@ func Wait[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
 		t.Fatalf("timed out after %v waiting for %s", d, what)
 		var zero T
 		return zero
+	}
+}
+
+// StreamGoroutines counts the goroutines serving a hub stream (in its
+// loop, waiting or writing): a parked stream has none.
+func StreamGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	return strings.Count(string(buf), "hub.(*stream).run(") + strings.Count(string(buf), "hub.(*stream).resume(")
+}
+
+// WaitStreamGoroutines waits until StreamGoroutines is n.
+func WaitStreamGoroutines(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // a hang guard only
+	for {
+		got := StreamGoroutines()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines serve streams, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

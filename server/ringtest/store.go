@@ -47,6 +47,17 @@ func (st Store) Retaining(n int64) Store {
 	return st
 }
 
+// Adjusting returns st with adjust applied to every config it serves
+// (e.g. an option a suite runs both ways).
+func (st Store) Adjusting(adjust func(*app.Config)) Store {
+	use := st.use
+	st.use = func(t testing.TB, s Store, cfg app.Config) app.Config {
+		adjust(&cfg)
+		return use(t, s, cfg)
+	}
+	return st
+}
+
 // FirstCommit is the seq of a fresh server's first commit: 2 on memory,
 // whose bind ServerStatus takes seq 1, and 1 on a durable store.
 func (st Store) FirstCommit() uint64 {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/hub"
 	"github.com/ringcast/ringcast/server/ringtest"
 	"github.com/ringcast/ringcast/server/sse"
@@ -257,4 +258,16 @@ func waitOldest(t *testing.T, h *hub.Hub, oldest uint64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// forEachStore runs f on each store twice: with streams that wait on their
+// goroutines, and with parked streams (app.Config.ParkSSE).
+func forEachStore(t *testing.T, f func(t *testing.T, st ringtest.Store)) {
+	t.Helper()
+	ringtest.ForEachStore(t, func(t *testing.T, st ringtest.Store) {
+		t.Run("goroutine", func(t *testing.T) { f(t, st) })
+		t.Run("parked", func(t *testing.T) {
+			f(t, st.Adjusting(func(cfg *app.Config) { cfg.ParkSSE = true }))
+		})
+	})
 }

@@ -23,7 +23,7 @@ import (
 )
 
 func TestSnapshotCaughtUpLive(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		h := srv.Hub()
 		publish(t, h, "a/1", "b/1")
@@ -88,7 +88,7 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 }
 
 func TestLatestPerKeySnapshot(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		h := srv.Hub()
 		both := publish(t, h, "k/1", "k/2") // 2 on memory, 1 on a durable store
@@ -118,7 +118,7 @@ func TestLatestPerKeySnapshot(t *testing.T) {
 // TestResume resumes by the header and by the query, and checks that the
 // header wins when both are given.
 func TestResume(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		h := srv.Hub()
 		publish(t, h, "a/1")
@@ -168,7 +168,7 @@ func TestResume(t *testing.T) {
 // TestUnresumableIDs: every unresumable id gives a named gap, then the
 // snapshot, caught-up and live events, on a 200 response.
 func TestUnresumableIDs(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		cfg := ringtest.Config()
 		cfg.Window = 8
 		cases := []struct {
@@ -247,7 +247,7 @@ func TestUnresumableIDs(t *testing.T) {
 // TestProgressForFilteredStream: filtered-out commits advance the stream
 // with progress events that carry ids, before caught-up and when idle.
 func TestProgressForFilteredStream(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		cfg := ringtest.Config()
 		cfg.Heartbeat = 100 * time.Millisecond
 		srv := store.Start(t, cfg)
@@ -285,7 +285,7 @@ func TestProgressForFilteredStream(t *testing.T) {
 
 // TestHeartbeatComment: an idle stream gets heartbeat comment lines.
 func TestHeartbeatComment(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		cfg := ringtest.Config()
 		cfg.Heartbeat = 100 * time.Millisecond
 		srv := store.Start(t, cfg)
@@ -315,7 +315,7 @@ func TestHeartbeatComment(t *testing.T) {
 // TestLappedReaderEnds: a reader that falls more than the window behind
 // has its response ended (EventSource then reconnects with its last id).
 func TestLappedReaderEnds(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		cfg := ringtest.Config()
 		cfg.Window = 16
 		cfg.WriteTimeout = time.Minute // this reader is slow, not gone
@@ -361,7 +361,7 @@ func TestLappedReaderEnds(t *testing.T) {
 // parameters — is answered 400 naming the problem, never a stream of every
 // topic.
 func TestMalformedOrUnknownQueryIs400(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		for q, want := range map[string]string{
 			"?topic=zzz;snapshot=bad":                 "malformed query",
@@ -384,7 +384,7 @@ func TestMalformedOrUnknownQueryIs400(t *testing.T) {
 }
 
 func TestBadQuery(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		for _, q := range []string{"?snapshot=everything", "?topic=Bad%20Topic", "?topic="} {
 			resp, err := http.Get(srv.URL + "/events" + q)
@@ -414,7 +414,7 @@ func TestBadQuery(t *testing.T) {
 // prefix), less seq and instanceEpoch in an event with an id, which
 // carries them: the data with the id's position is the message.
 func TestDataIsConnectJSON(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		h := srv.Hub()
 		publish(t, h, "a/1", "b/1")

@@ -39,7 +39,7 @@ func commitIDs(t *testing.T, evs []event) string {
 // durable store the epoch is the stream's: the id resumes with exactly the
 // commits after it (docs/protocol.md, "Stores").
 func TestResumeAfterRestart(t *testing.T) {
-	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		before := publish(t, srv.Hub(), "a/1")
 		last := id(srv.Hub(), before)
