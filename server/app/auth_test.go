@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -25,8 +26,13 @@ import (
 // audience to check.
 func authServer(t *testing.T) (*ringtest.Server, *authtest.Keys) {
 	t.Helper()
+	return authServerWith(t, ringtest.Config())
+}
+
+// authServerWith serves cfg with JWT auth on.
+func authServerWith(t *testing.T, cfg app.Config) (*ringtest.Server, *authtest.Keys) {
+	t.Helper()
 	k := authtest.NewKeys(t)
-	cfg := ringtest.Config()
 	cfg.Auth = app.AuthJWT
 	cfg.JWTKeyFile = k.RSAFile
 	cfg.JWTIssuer = "https://issuer.test"
@@ -235,6 +241,38 @@ func TestAuthStreamEndsAtExpiry(t *testing.T) {
 			}
 			if n == 0 {
 				t.Error("no messages before the end")
+			}
+		})
+	}
+}
+
+// TestAuthSSEStreamEndsAtExpiry: an SSE stream whose token expires ends
+// with the token-expired event, whether it waited on its goroutine or
+// parked (--sse-park).
+func TestAuthSSEStreamEndsAtExpiry(t *testing.T) {
+	for _, park := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parked=%v", park), func(t *testing.T) {
+			cfg := ringtest.Config()
+			cfg.ParkSSE = park
+			srv, k := authServerWith(t, cfg)
+			c := authtest.Claims("alice", nil, []string{"*"}, 2*time.Second)
+			c["iss"], c["aud"] = "https://issuer.test", "ringcast"
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/events", nil)
+			req.Header.Set("Authorization", "Bearer "+k.RS256(t, c))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatalf("read to the end: %v", err)
+			}
+			body := string(b)
+			if !strings.Contains(body, "event: caught-up\n") || !strings.HasSuffix(body, "event: token-expired\ndata: {}\n\n") {
+				t.Fatalf("response %q: want caught-up, then token-expired at the end", body)
 			}
 		})
 	}

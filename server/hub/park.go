@@ -34,9 +34,25 @@ type Parker interface {
 // without the caller, and its sink's End reports how it ends.
 var ErrParked = errors.New("hub: stream parked")
 
-// park parks the stream: it resumes on a new goroutine when wake closes,
-// its next heartbeat or lease end is due, or the hub closes. It returns
-// ErrParked, or the error ending the stream instead (ctx done, hub closed).
+// mayPark reports whether the stream may park now: it has time before its
+// heartbeat or lease end, its client is still there, and the hub is open.
+// Checked before the sink's Park, which takes the connection over: from
+// then on the stream must go on parked.
+func (s *stream) mayPark(ctx context.Context) bool {
+	if s.parker == nil || s.untilDue() <= 0 || ctx.Err() != nil {
+		return false
+	}
+	select {
+	case <-s.h.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// park parks the stream, whose sink has agreed to (Parker.Park): it
+// resumes on a new goroutine when wake closes, its next heartbeat or lease
+// end is due, or the hub closes. It returns ErrParked.
 //
 // The stream is put on the hub's parked list after it took wake, and
 // wakeNow closes wake before it takes the list: a stream that joins the
@@ -44,15 +60,7 @@ var ErrParked = errors.New("hub: stream parked")
 // lost. A stream is on the list at most once (listed); one resumed by its
 // timer stays on it, and a wake-up that finds it running is a no-op.
 func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	h := s.h
-	select {
-	case <-h.done:
-		return errEnded
-	default:
-	}
 	if s.ctx == nil {
 		// The request's context ends when its handler returns, which
 		// is what parking lets it do.

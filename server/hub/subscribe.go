@@ -317,7 +317,7 @@ func (s *stream) loop(ctx context.Context) error {
 			continue // positions covered without events (a Log read past until_seq)
 		case draining:
 			return errDrained
-		case s.parker != nil && s.untilDue() > 0 && s.parker.Park():
+		case s.mayPark(ctx) && s.parker.Park():
 			return s.park(ctx, wake)
 		default:
 			err = s.wait(ctx, wake)

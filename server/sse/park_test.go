@@ -95,7 +95,8 @@ func TestParkedStreamThatStopsReadingIsCut(t *testing.T) {
 	ringtest.WaitStreamGoroutines(t, 0)
 
 	big, _ := structpb.NewStruct(map[string]any{"pad": strings.Repeat("x", 60<<10)}) // under max-fact-bytes
-	for range 200 { // 12 MiB: more than the stuck client's buffers hold
+	// 12 MiB: more than the stuck client's buffers hold.
+	for range 200 {
 		r, err := h.Publish([]*ringcastv1.Fact{{Topic: "a/b", Type: "t", Payload: &ringcastv1.Fact_Data{Data: big}}}, "")
 		if err != nil {
 			t.Fatal(err)
