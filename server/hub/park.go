@@ -62,9 +62,12 @@ func (s *stream) mayPark(ctx context.Context) bool {
 func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 	h := s.h
 	if s.ctx == nil {
-		// The request's context ends when its handler returns, which
-		// is what parking lets it do.
+		// The first park. The request's context ends when its handler
+		// returns, which is what parking lets it do. The timer is made
+		// stopped, so it runs unpark only once parked is set.
 		s.ctx = context.WithoutCancel(ctx)
+		s.parkTimer = time.AfterFunc(time.Hour, s.unpark)
+		s.parkTimer.Stop()
 	}
 	d := s.untilDue()
 	s.parked.Store(true) // from here on, the stream may be resumed

@@ -62,11 +62,7 @@ func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) (err error)
 	}()
 	s.flusher, _ = sink.(Flusher)
 	s.eventSink, _ = sink.(EventSink)
-	if p, ok := sink.(Parker); ok {
-		s.parker = p
-		s.parkTimer = time.AfterFunc(time.Hour, s.unpark)
-		s.parkTimer.Stop()
-	}
+	s.parker, _ = sink.(Parker)
 	if len(req.Topics) > 0 {
 		s.match = topicMatcher(req.Topics)
 	}
@@ -116,10 +112,10 @@ type stream struct {
 	batch        []*Event
 
 	// A stream whose sink parks (park.go): parker is the sink, parked is
-	// set while the stream waits without a goroutine, parkTimer resumes
-	// it when its heartbeat or lease end is due, listed is set while it
-	// is on the hub's parked list (guarded by Hub.parkMu), and ctx is
-	// what it resumes with.
+	// set while the stream waits without a goroutine, parkTimer (made at
+	// the first park) resumes it when its heartbeat or lease end is due,
+	// listed is set while it is on the hub's parked list (guarded by
+	// Hub.parkMu), and ctx is what it resumes with.
 	parker    Parker
 	parked    atomic.Bool
 	parkTimer *time.Timer

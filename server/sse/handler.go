@@ -136,8 +136,13 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	sk.h, sk.ctx, sk.parkable = s, r.Context(), s.park && r.ProtoMajor == 1
-	err := s.hub.Subscribe(r.Context(), req, sk)
+	sk.h = s
+	var hs hub.Sink = sk
+	if s.park && r.ProtoMajor == 1 {
+		sk.ctx = r.Context()
+		hs = parkingSink{sk}
+	}
+	err := s.hub.Subscribe(r.Context(), req, hs)
 	if err == hub.ErrParked {
 		return // the stream goes on without this goroutine; sk.End ends it
 	}

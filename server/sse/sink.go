@@ -19,23 +19,23 @@ import (
 // writes on Flush, which the hub calls after each batch and each control
 // message: a batch goes out in one Write and one flush. The buffer comes
 // from a pool and goes back at each Flush, so an idle stream holds none.
-// It is owned by the stream's goroutine.
+// It is owned by the goroutine running the stream.
 //
-// A sink that may park (Handler with WithParking, over HTTP/1.x) takes its
-// connection over from the HTTP server when its stream first parks (Park):
-// from then on it writes to conn itself, each write with a deadline of the
-// write timeout, and its stream runs on a goroutine only while it has
-// something to do.
+// A sink that may park (parkingSink) takes its connection over from the
+// HTTP server when its stream first parks: from then on it writes to conn
+// itself, each write with a deadline of the write timeout, and its stream
+// runs on a goroutine only while it has something to do.
 type sink struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	buf *[]byte // what waits for Flush; nil between batches
+	h   *Handler
 
-	h        *Handler
-	ctx      context.Context // the request's, for its stream slot (limit.KeepStream)
-	parkable bool            // may take the connection over when the stream parks
-	conn     net.Conn        // the connection once taken over; nil before
-	release  func()          // the stream slot's release, once taken over
+	// A parkingSink's:
+	ctx     context.Context // the request's, for its stream slot (limit.KeepStream)
+	refused bool            // the response could not be taken over
+	conn    net.Conn        // the connection once taken over; nil before
+	release func()          // the stream slot's release, once taken over
 }
 
 func newSink(w http.ResponseWriter) *sink {
@@ -153,29 +153,35 @@ func (s *sink) Flush() error {
 	return s.rc.Flush()
 }
 
-var _ hub.Parker = (*sink)(nil)
+// parkingSink is the sink of a stream that may park (hub.Parker): one over
+// HTTP/1.x, on a Handler WithParking.
+type parkingSink struct{ *sink }
+
+var _ hub.Parker = parkingSink{}
 
 // Park takes the connection over from the HTTP server, the first time its
-// stream parks, so that the handler can return (hub.Parker). The response
-// has no chunked encoding (start), so the body goes on as raw bytes on the
-// connection. A sink that may not park, or whose response cannot be taken
-// over (HTTP/2), says no and its stream waits on its goroutine.
-func (s *sink) Park() bool {
+// stream parks, so that the handler can return. The response has no
+// chunked encoding (start), so the body goes on as raw bytes on the
+// connection. Should the response refuse to be taken over, the stream
+// waits on its goroutine from then on.
+func (p parkingSink) Park() bool {
+	s := p.sink
 	if s.conn != nil {
 		return true
 	}
-	if !s.parkable {
+	if s.refused {
 		return false
 	}
-	s.parkable = false
 	conn, rw, err := s.rc.Hijack()
 	if err != nil {
+		s.refused = true
 		return false
 	}
 	if rw.Writer.Buffered() > 0 {
 		// Flush left nothing behind; should net/http have, it goes first.
 		if err := rw.Writer.Flush(); err != nil {
 			_ = conn.Close()
+			s.refused = true
 			return false
 		}
 	}
@@ -189,9 +195,10 @@ func (s *sink) Park() bool {
 	return true
 }
 
-// End ends a parked stream's response (hub.Parker): as ServeHTTP does after
-// Subscribe, then the connection closes, which ends the body.
-func (s *sink) End(err error) {
+// End ends a parked stream's response: as ServeHTTP does after Subscribe,
+// then the connection closes, which ends the body.
+func (p parkingSink) End(err error) {
+	s := p.sink
 	s.h.ended(nil, s, err)
 	s.h.mu.Lock()
 	delete(s.h.parked, s)
