@@ -376,6 +376,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.Hub.Close()
 		_ = srv.Close()
 		s.events.Close()
+		// Their writes now fail at once: they end promptly.
+		_ = s.events.Wait(context.Background())
 	}
 	s.Hub.Close()
 	if msrv != nil {

@@ -39,11 +39,12 @@ type Handler struct {
 	park         bool
 	writeTimeout time.Duration
 	onCut        func()
-	// parkedStreams counts the streams whose connection a sink took over
-	// (Park) until their End; parked holds those sinks, for Close.
-	parkedStreams sync.WaitGroup
-	mu            sync.Mutex
-	parked        map[*sink]struct{}
+	// parked holds the sinks that took their connection over (Park)
+	// until their End; emptied, when not nil, closes when it empties
+	// (Wait).
+	mu      sync.Mutex
+	parked  map[*sink]struct{}
+	emptied chan struct{}
 }
 
 // The `retry:` hint sent at the start of every response is drawn uniformly
@@ -92,16 +93,38 @@ func New(h *hub.Hub, opts ...Option) *Handler {
 // Wait waits until every parked stream has ended (they end once the hub
 // drains or closes), or until ctx is done.
 func (s *Handler) Wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		s.parkedStreams.Wait()
-		close(done)
-	}()
+	s.mu.Lock()
+	if len(s.parked) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.emptied == nil {
+		s.emptied = make(chan struct{})
+	}
+	emptied := s.emptied
+	s.mu.Unlock()
 	select {
-	case <-done:
+	case <-emptied:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// addParked and removeParked keep the set of parked streams' sinks.
+func (s *Handler) addParked(sk *sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parked[sk] = struct{}{}
+}
+
+func (s *Handler) removeParked(sk *sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.parked, sk)
+	if len(s.parked) == 0 && s.emptied != nil {
+		close(s.emptied)
+		s.emptied = nil
 	}
 }
 

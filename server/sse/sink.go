@@ -188,10 +188,7 @@ func (p parkingSink) Park() bool {
 	s.conn, s.w, s.rc = conn, nil, nil
 	s.release = limit.KeepStream(s.ctx)
 	s.ctx = nil
-	s.h.parkedStreams.Add(1)
-	s.h.mu.Lock()
-	s.h.parked[s] = struct{}{}
-	s.h.mu.Unlock()
+	s.h.addParked(s)
 	return true
 }
 
@@ -200,10 +197,7 @@ func (p parkingSink) Park() bool {
 func (p parkingSink) End(err error) {
 	s := p.sink
 	s.h.ended(nil, s, err)
-	s.h.mu.Lock()
-	delete(s.h.parked, s)
-	s.h.mu.Unlock()
 	_ = s.conn.Close()
 	s.release()
-	s.h.parkedStreams.Done()
+	s.h.removeParked(s)
 }
