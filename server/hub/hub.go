@@ -249,6 +249,7 @@ type Hub struct {
 
 	parkMu sync.Mutex
 	parked []*stream // parked streams to resume at the next wake-up (park.go)
+	runner runner    // resumes parked streams
 }
 
 // New validates cfg, mints an epoch, publishes the bind-time ServerStatus
@@ -529,6 +530,7 @@ func (h *Hub) Close() {
 		h.mu.Unlock()
 		close(h.done)
 		h.unparkAll()
+		h.runner.close()
 		if h.stopFollow != nil {
 			h.stopFollow()
 		}

@@ -3,7 +3,9 @@ package hub
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -88,13 +90,21 @@ func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 	return ErrParked
 }
 
-// unpark resumes the stream on a new goroutine, if it is parked.
+// unpark resumes the stream, if it is parked.
 func (s *stream) unpark() {
+	if s.claim() {
+		s.h.runner.add(s)
+	}
+}
+
+// claim takes a parked stream off parking: true for the one caller that
+// then resumes it.
+func (s *stream) claim() bool {
 	if !s.parked.CompareAndSwap(true, false) {
-		return
+		return false
 	}
 	s.parkTimer.Stop()
-	go s.resume()
+	return true
 }
 
 // resume runs a parked stream until it parks again or ends.
@@ -141,7 +151,125 @@ func (h *Hub) unparkAll() {
 		s.listed = false
 	}
 	h.parkMu.Unlock()
+	woken := list[:0]
 	for _, s := range list {
-		s.unpark()
+		if s.claim() {
+			woken = append(woken, s)
+		}
 	}
+	h.runner.add(woken...)
+}
+
+// runner resumes parked streams on a few goroutines instead of one new
+// goroutine each: a wake-up of many streams is served by workers that run
+// them one after another, without a goroutine switch between streams.
+//
+// A worker writing to a reader that stopped reading waits for it (up to
+// the write timeout, a stream's own); the streams queued behind it must
+// not. So while the queue is not empty a timer checks it every stallAfter,
+// and when no worker took a stream from it meanwhile, it starts one more
+// worker. Workers beyond the first GOMAXPROCS leave once the queue is
+// empty; the rest wait for work until the hub closes.
+type runner struct {
+	mu      sync.Mutex
+	cond    sync.Cond // a worker waits on it for work (mu)
+	queue   []*stream
+	next    int // queue[next:] waits
+	workers int // running
+	idle    int // waiting on cond
+	base    int // workers that stay while idle
+	taken   uint64
+	// stall fires stallAfter after it was armed (while the queue is not
+	// empty); takenAt is taken when it was armed.
+	stall   *time.Timer
+	armed   bool
+	takenAt uint64
+	closed  bool
+}
+
+// stallAfter is how long the queue may go without a worker taking from it
+// before another worker starts: a write that has not returned by then is
+// waiting for its reader.
+const stallAfter = time.Millisecond
+
+// add queues streams to resume.
+func (r *runner) add(ss ...*stream) {
+	if len(ss) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stall == nil {
+		r.cond.L = &r.mu
+		r.base = max(runtime.GOMAXPROCS(0), 2)
+		r.stall = time.AfterFunc(time.Hour, r.checkStall)
+		r.stall.Stop()
+	}
+	r.queue = append(r.queue, ss...)
+	if r.idle > 0 {
+		r.cond.Broadcast()
+	}
+	for n := min(len(r.queue)-r.next, r.base) - r.idle; n > 0 && r.workers < r.base; n-- {
+		r.start()
+	}
+	if !r.armed {
+		r.armed, r.takenAt = true, r.taken
+		r.stall.Reset(stallAfter)
+	}
+}
+
+// start starts a worker. r.mu is held.
+func (r *runner) start() {
+	r.workers++
+	go r.work()
+}
+
+// work resumes queued streams until there are none and it is not needed.
+func (r *runner) work() {
+	r.mu.Lock()
+	for {
+		for r.next == len(r.queue) {
+			r.queue, r.next = r.queue[:0], 0
+			if r.closed || r.workers > r.base {
+				r.workers--
+				r.mu.Unlock()
+				return
+			}
+			r.idle++
+			r.cond.Wait()
+			r.idle--
+		}
+		s := r.queue[r.next]
+		r.queue[r.next] = nil
+		r.next++
+		r.taken++
+		r.mu.Unlock()
+		s.resume()
+		r.mu.Lock()
+	}
+}
+
+// checkStall runs stallAfter after the timer was armed: it starts a worker
+// when streams wait and no worker took one meanwhile, and re-arms while
+// streams wait.
+func (r *runner) checkStall() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next == len(r.queue) {
+		r.armed = false
+		return
+	}
+	if r.taken == r.takenAt && r.idle == 0 {
+		r.start()
+	}
+	r.takenAt = r.taken
+	r.stall.Reset(stallAfter)
+}
+
+// close lets idle workers leave; streams still queued are resumed first.
+func (r *runner) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.cond.Broadcast()
 }

@@ -2,7 +2,9 @@ package hub_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,4 +103,63 @@ func last(s *parkingSink) uint64 {
 		}
 	}
 	return 0
+}
+
+// stuckSink is a parkingSink whose sends, once stuck is set, wait for
+// release: a stream writing to a reader that stopped reading.
+type stuckSink struct {
+	parkingSink
+	stuck   atomic.Bool
+	release chan struct{}
+}
+
+func (s *stuckSink) Send(m *ringcastv1.SubscribeEventsResponse) error {
+	if s.stuck.Load() {
+		<-s.release
+	}
+	return s.parkingSink.Send(m)
+}
+
+// TestStuckParkedStreamsHoldUpNoOther: streams resumed on the hub's
+// workers and then stuck in a write, more of them than there are
+// workers, do not keep another parked stream from getting every commit.
+func TestStuckParkedStreamsHoldUpNoOther(t *testing.T) {
+	h := newHub(t, hub.Config{Window: 1024, Heartbeat: time.Hour})
+	release := make(chan struct{})
+	stuck := make([]*stuckSink, runtime.GOMAXPROCS(0)+2)
+	for i := range stuck {
+		stuck[i] = &stuckSink{parkingSink: parkingSink{ended: make(chan error, 1)}, release: release}
+		if err := h.Subscribe(context.Background(), hub.Request{}, stuck[i]); err != hub.ErrParked {
+			t.Fatalf("Subscribe = %v, want ErrParked", err)
+		}
+		stuck[i].stuck.Store(true)
+	}
+	healthy := &parkingSink{ended: make(chan error, 1)}
+	if err := h.Subscribe(context.Background(), hub.Request{}, healthy); err != hub.ErrParked {
+		t.Fatalf("Subscribe = %v, want ErrParked", err)
+	}
+	for n := range 20 {
+		seq := mustPublish(t, h, fact("a/b", "", n))
+		deadline := time.Now().Add(time.Minute) // a hang guard only
+		for last(healthy) < seq {
+			if time.Now().After(deadline) {
+				t.Fatalf("commit %d: the healthy stream is at %d behind %d stuck ones", seq, last(healthy), len(stuck))
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	close(release)
+	h.Close()
+	for _, s := range append([]*parkingSink{healthy}, func() (ps []*parkingSink) {
+		for _, s := range stuck {
+			ps = append(ps, &s.parkingSink)
+		}
+		return ps
+	}()...) {
+		select {
+		case <-s.ended:
+		case <-time.After(time.Minute): // a hang guard only
+			t.Fatal("a stream did not end when the hub closed")
+		}
+	}
 }
