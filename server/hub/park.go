@@ -16,13 +16,13 @@ import (
 // Park, on the stream's goroutine. false: the stream waits as usual. true:
 // the sink no longer needs the goroutine (it has taken its connection over
 // from the HTTP server), and Subscribe returns ErrParked. The stream then
-// waits on the hub's parked list, and resumes on a new goroutine when the
-// ring's head advances, its heartbeat or lease end is due, or the hub
-// closes; whenever it would wait again, it parks again. Once Park has
-// returned true it must keep doing so.
+// waits on the hub's parked list, and resumes on one of the hub's workers
+// (runner) when the ring's head advances, its heartbeat or lease end is
+// due, or the hub closes; whenever it would wait again, it parks again.
+// Once Park has returned true it must keep doing so.
 //
 // A parked stream's end is not returned to anyone: End is called with what
-// Subscribe would have returned, on the stream's last goroutine, after the
+// Subscribe would have returned, on the worker that ran it last, after the
 // stream is counted out. A parked stream resumes with its context's values
 // but not its cancellation (the request's context ends with its handler):
 // a client that went away is noticed by the sink's next write.
@@ -53,7 +53,7 @@ func (s *stream) mayPark(ctx context.Context) bool {
 }
 
 // park parks the stream, whose sink has agreed to (Parker.Park): it
-// resumes on a new goroutine when wake closes, its next heartbeat or lease
+// resumes on a worker when wake closes, its next heartbeat or lease
 // end is due, or the hub closes. It returns ErrParked.
 //
 // The stream is put on the hub's parked list after it took wake, and

@@ -64,7 +64,7 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // WithParking lets an HTTP/1.x stream wait without a goroutine (docs/sse.md,
 // "Parked streams"): the first time it has nothing to send, its sink takes
 // the connection over from the HTTP server and the handler returns; the
-// stream then runs on a goroutine of its own only while it has something
+// stream then runs on one of the hub's workers only while it has something
 // to do. Each write on a parked stream has a deadline of writeTimeout, and
 // onCut (if not nil) is called for each stream cut by it. Such streams
 // outlive the HTTP server's Shutdown: Wait and Close account for them.

@@ -24,7 +24,7 @@ import (
 // A sink that may park (parkingSink) takes its connection over from the
 // HTTP server when its stream first parks: from then on it writes to conn
 // itself, each write with a deadline of the write timeout, and its stream
-// runs on a goroutine only while it has something to do.
+// runs on one of the hub's workers only while it has something to do.
 type sink struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
