@@ -243,6 +243,12 @@ func (r *runner) work() {
 		r.queue[r.next] = nil
 		r.next++
 		r.taken++
+		if r.next == len(r.queue) && r.armed {
+			// Nothing waits behind this stream: no stall to watch for
+			// (and no timer firing after every wake-up of a few streams).
+			r.armed = false
+			r.stall.Stop()
+		}
 		r.mu.Unlock()
 		s.resume()
 		r.mu.Lock()
