@@ -168,7 +168,7 @@ func (h *Hub) unparkAll() {
 // the write timeout, a stream's own); the streams queued behind it must
 // not. So while the queue is not empty a timer checks it every stallAfter,
 // and when no worker took a stream from it meanwhile, it starts one more
-// worker. Workers beyond the first GOMAXPROCS leave once the queue is
+// worker. Workers beyond the first max(GOMAXPROCS, 2) leave once the queue is
 // empty; the rest wait for work until the hub closes.
 type runner struct {
 	mu      sync.Mutex

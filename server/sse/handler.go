@@ -169,20 +169,20 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == hub.ErrParked {
 		return // the stream goes on without this goroutine; sk.End ends it
 	}
-	s.ended(r.Context(), sk, err)
+	s.ended(sk, err, r.Context().Err() != nil)
 }
 
 // ended finishes a response after its stream ended with err: a token that
 // expired is said so, so that the page can open a new EventSource with a
-// fresh token and the last id it saw. ctx is the request's, nil for a
-// parked stream.
-func (s *Handler) ended(ctx context.Context, sk *sink, err error) {
+// fresh token and the last id it saw. An error is logged unless the client
+// is known to have gone (its request's context ended).
+func (s *Handler) ended(sk *sink, err error, clientGone bool) {
 	if errors.Is(err, hub.ErrExpired) {
 		sk.writeString("event: " + EventTokenExpired + "\ndata: {}\n\n")
 		_ = sk.Flush()
 		return
 	}
-	if err != nil && (ctx == nil || ctx.Err() == nil) {
+	if err != nil && !clientGone {
 		s.log.Debug("sse stream ended", "error", err)
 	}
 }

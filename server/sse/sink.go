@@ -196,7 +196,7 @@ func (p parkingSink) Park() bool {
 // then the connection closes, which ends the body.
 func (p parkingSink) End(err error) {
 	s := p.sink
-	s.h.ended(nil, s, err)
+	s.h.ended(s, err, false)
 	_ = s.conn.Close()
 	s.release()
 	s.h.removeParked(s)
