@@ -377,7 +377,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = srv.Close()
 		s.events.Close()
 		// Their writes now fail at once: they end promptly.
-		_ = s.events.Wait(context.Background())
+		waitCtx, cancelWait := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+		defer cancelWait()
+		_ = s.events.Wait(waitCtx)
 	}
 	s.Hub.Close()
 	if msrv != nil {

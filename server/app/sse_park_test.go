@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
@@ -79,5 +84,49 @@ func waitLine(t *testing.T, ch <-chan string, want string) {
 		if strings.Contains(line, want) {
 			return
 		}
+	}
+}
+
+// TestShutdownWaitsForParkedStreams: the HTTP server no longer sees a
+// parked SSE stream, yet Serve does not return while one is still
+// writing: here its client stopped reading, so the stream is stuck in a
+// write until the grace period ends and its connection is closed.
+func TestShutdownWaitsForParkedStreams(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.ParkSSE = true
+	cfg.Window = 4096
+	cfg.WriteTimeout = time.Hour // only the end of the grace period ends the stream
+	cfg.ShutdownGrace = time.Second
+	s, addr, cancel, done := serveLoopback(t, cfg)
+	defer cancel()
+
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+	br := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /events: %v %v", resp, err)
+	}
+	ringtest.WaitStreamGoroutines(t, 0) // parked
+	big, _ := structpb.NewStruct(map[string]any{"pad": strings.Repeat("x", 60<<10)})
+	for range 200 { // 12 MiB, more than the client's and server's buffers hold
+		if _, err := s.Hub.Publish([]*ringcastv1.Fact{{Topic: "a/b", Type: "t", Payload: &ringcastv1.Fact_Data{Data: big}}}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cancel()
+	if err := ringtest.Wait(t, done, time.Minute, "shutdown"); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	// Serve returned once the stream had ended (its connection closed at
+	// the end of the grace period), not when the HTTP server had no more
+	// requests.
+	if n := s.Hub.Subscribers(); n != 0 {
+		t.Fatalf("Serve returned with %d streams still open", n)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 )
@@ -23,7 +22,7 @@ import (
 //
 // A parked stream's end is not returned to anyone: End is called with what
 // Subscribe would have returned, on the worker that ran it last, after the
-// stream is counted out. A parked stream resumes with its context's values
+// stream is counted out (as Subscribe returns after it). A parked stream resumes with its context's values
 // but not its cancellation (the request's context ends with its handler):
 // a client that went away is noticed by the sink's next write.
 type Parker interface {
@@ -76,7 +75,7 @@ func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 	s.parkTimer.Reset(d)
 	h.parkMu.Lock()
 	if !s.listed {
-		s.listed = true
+		s.listed, s.listIdx = true, len(h.parked)
 		h.parked = append(h.parked, s)
 	}
 	h.parkMu.Unlock()
@@ -132,9 +131,11 @@ func (s *stream) unlist() {
 		return
 	}
 	s.listed = false
-	if i := slices.Index(h.parked, s); i >= 0 {
-		h.parked = slices.Delete(h.parked, i, i+1)
-	}
+	last := len(h.parked) - 1
+	moved := h.parked[last]
+	h.parked[s.listIdx], moved.listIdx = moved, s.listIdx
+	h.parked[last] = nil
+	h.parked = h.parked[:last]
 }
 
 // unparkAll resumes every stream on the parked list (after wake closed, or
@@ -167,7 +168,8 @@ func (h *Hub) unparkAll() {
 // A worker writing to a reader that stopped reading waits for it (up to
 // the write timeout, a stream's own); the streams queued behind it must
 // not. So while the queue is not empty a timer checks it every stallAfter,
-// and when no worker took a stream from it meanwhile, it starts one more
+// and when no worker took a stream from it meanwhile (workers held up by
+// such writes, or by CPUs too busy to run them), it starts one more
 // worker. Workers beyond the first max(GOMAXPROCS, 2) leave once the queue is
 // empty; the rest wait for work until the hub closes.
 type runner struct {
@@ -243,6 +245,12 @@ func (r *runner) work() {
 		r.queue[r.next] = nil
 		r.next++
 		r.taken++
+		if r.next > len(r.queue)/2 && r.next > 64 {
+			// Keep a queue that never quite empties (saturated CPUs)
+			// from growing: move what waits to the front.
+			r.queue = r.queue[:copy(r.queue, r.queue[r.next:])]
+			r.next = 0
+		}
 		if r.next == len(r.queue) && r.armed {
 			// Nothing waits behind this stream: no stall to watch for
 			// (and no timer firing after every wake-up of a few streams).

@@ -120,6 +120,7 @@ type stream struct {
 	parked    atomic.Bool
 	parkTimer *time.Timer
 	listed    bool
+	listIdx   int // its index on the list, while listed
 	ctx       context.Context
 }
 

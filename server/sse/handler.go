@@ -11,10 +11,12 @@ package sse
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -128,13 +130,23 @@ func (s *Handler) removeParked(sk *sink) {
 	}
 }
 
-// Close closes the connections of the parked streams: their next write
-// fails and they end.
+// Close closes the connections of the parked streams: their writes fail
+// and they end. A TLS connection is closed under its TLS layer, which
+// would otherwise try to say so to a client that may not be reading.
 func (s *Handler) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	conns := make([]net.Conn, 0, len(s.parked))
 	for sk := range s.parked {
-		_ = sk.conn.Close()
+		if sk.conn != nil { // nil: still being taken over
+			conns = append(conns, sk.conn)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		if tc, ok := c.(*tls.Conn); ok {
+			c = tc.NetConn()
+		}
+		_ = c.Close()
 	}
 }
 

@@ -172,23 +172,28 @@ func (p parkingSink) Park() bool {
 	if s.refused {
 		return false
 	}
+	// Counted before the HTTP server stops counting the connection, so
+	// that shutdown, which waits for the server and then for the parked
+	// streams, always finds the stream in one or the other.
+	s.h.addParked(s)
 	conn, rw, err := s.rc.Hijack()
-	if err != nil {
-		s.refused = true
-		return false
-	}
-	if rw.Writer.Buffered() > 0 {
+	if err == nil && rw.Writer.Buffered() > 0 {
 		// Flush left nothing behind; should net/http have, it goes first.
-		if err := rw.Writer.Flush(); err != nil {
+		if err = rw.Writer.Flush(); err != nil {
 			_ = conn.Close()
-			s.refused = true
-			return false
 		}
 	}
-	s.conn, s.w, s.rc = conn, nil, nil
+	if err != nil {
+		s.refused = true
+		s.h.removeParked(s)
+		return false
+	}
+	s.h.mu.Lock() // Close reads it
+	s.conn = conn
+	s.h.mu.Unlock()
+	s.w, s.rc = nil, nil
 	s.release = limit.KeepStream(s.ctx)
 	s.ctx = nil
-	s.h.addParked(s)
 	return true
 }
 

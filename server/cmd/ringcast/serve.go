@@ -52,7 +52,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.JWTIssuer, "jwt-issuer", "", "required token issuer (iss), when set")
 	fs.StringVar(&cfg.JWTAudience, "jwt-audience", "", "required token audience (aud), when set")
 	fs.BoolVar(&cfg.AllowUnauthenticated, "allow-unauthenticated", false, "serve a non-loopback --addr with --auth none (logs a warning at start)")
-	fs.BoolVar(&cfg.ParkSSE, "sse-park", cfg.ParkSSE, "let idle SSE streams over HTTP/1.1 wait without a goroutine: less memory per stream; a client that went away is noticed by the stream's writes, within two heartbeats (docs/sse.md)")
+	fs.BoolVar(&cfg.ParkSSE, "sse-park", cfg.ParkSSE, "let idle SSE streams over HTTP/1.1 wait without a goroutine: less memory per stream; a client that closed its connection is noticed by the stream's writes, within two heartbeats (docs/sse.md)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, on a listener of its own (off when empty; a bare port or :port binds 127.0.0.1)")
 	fs.StringVar(&cfg.Store.Kind, "store", app.StoreMemory, "where commits live: memory (one process, new epoch per boot), embedded (in-process NATS JetStream in --data-dir) or jetstream (a NATS cluster at --nats-url)")
 	fs.StringVar(&cfg.Store.DataDir, "data-dir", "", "directory of the embedded store's JetStream files (--store embedded)")
