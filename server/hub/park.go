@@ -170,8 +170,8 @@ func (h *Hub) unparkAll() {
 // not. So while the queue is not empty a timer checks it every stallAfter,
 // and when no worker took a stream from it meanwhile (workers held up by
 // such writes, or by CPUs too busy to run them), it starts one more
-// worker. Workers beyond the first max(GOMAXPROCS, 2) leave once the queue is
-// empty; the rest wait for work until the hub closes.
+// worker. Workers beyond the first max(GOMAXPROCS, 2) leave once the queue
+// is empty; the rest wait for work until the hub closes.
 type runner struct {
 	mu      sync.Mutex
 	cond    sync.Cond // a worker waits on it for work (mu)
