@@ -4,14 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/ringtest"
@@ -100,21 +96,10 @@ func TestShutdownWaitsForParkedStreams(t *testing.T) {
 	s, addr, cancel, done := serveLoopback(t, cfg)
 	defer cancel()
 
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
-	fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
-	br := bufio.NewReader(conn)
-	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /events: %v %v", resp, err)
-	}
+	ringtest.OpenStuckSSE(t, addr)
 	ringtest.WaitStreamGoroutines(t, 0) // parked
-	big, _ := structpb.NewStruct(map[string]any{"pad": strings.Repeat("x", 60<<10)})
-	for range 200 { // 12 MiB, more than the client's and server's buffers hold
-		if _, err := s.Hub.Publish([]*ringcastv1.Fact{{Topic: "a/b", Type: "t", Payload: &ringcastv1.Fact_Data{Data: big}}}, ""); err != nil {
+	for range 200 {                     // 12 MiB, more than the client's and server's buffers hold
+		if _, err := s.Hub.Publish([]*ringcastv1.Fact{ringtest.BigFact()}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

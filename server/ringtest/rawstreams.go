@@ -1,9 +1,13 @@
 package ringtest
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"net"
+	"net/http"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +90,31 @@ func StackInuseAfterGC() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	return ms.StackInuse
+}
+
+// OpenStuckSSE opens GET /events on addr from a raw connection with a small
+// receive buffer, reads the response headers and then nothing: a client
+// that stopped reading, whose stream's writes block once a few MiB are
+// sent (see BigFact). The connection closes when the test ends.
+func OpenStuckSSE(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(c, "GET /events HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", addr)
+	resp, err := http.ReadResponse(bufio.NewReaderSize(c, 256), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("stuck SSE client: %v %v", resp, err)
+	}
+	return c
+}
+
+// BigFact is a fact of about 60 KiB (under max-fact-bytes): 200 commits of
+// one fill a stuck client's and the server's socket buffers.
+func BigFact() *ringcastv1.Fact {
+	big, _ := structpb.NewStruct(map[string]any{"pad": strings.Repeat("x", 60<<10)})
+	return &ringcastv1.Fact{Topic: "a/b", Type: "t", Payload: &ringcastv1.Fact_Data{Data: big}}
 }

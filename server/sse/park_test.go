@@ -1,16 +1,11 @@
 package sse_test
 
 import (
-	"bufio"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/app"
@@ -76,28 +71,15 @@ func TestParkedStreamThatStopsReadingIsCut(t *testing.T) {
 	srv := ringtest.Start(t, cfg)
 	h := srv.Hub()
 
-	// The stuck client: a raw connection with a small receive buffer
-	// that reads the response headers and then nothing.
-	conn, err := net.Dial("tcp", srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
-	fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", srv.Addr)
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 256), nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("stuck client: %v %v", resp, err)
-	}
+	ringtest.OpenStuckSSE(t, srv.Addr)
 
 	healthy := open(t, srv.URL, "", "")
 	healthy.untilCaughtUp()
 	ringtest.WaitStreamGoroutines(t, 0)
 
-	big, _ := structpb.NewStruct(map[string]any{"pad": strings.Repeat("x", 60<<10)}) // under max-fact-bytes
 	// 12 MiB: more than the stuck client's buffers hold.
 	for range 200 {
-		r, err := h.Publish([]*ringcastv1.Fact{{Topic: "a/b", Type: "t", Payload: &ringcastv1.Fact_Data{Data: big}}}, "")
+		r, err := h.Publish([]*ringcastv1.Fact{ringtest.BigFact()}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
