@@ -176,13 +176,9 @@ func (p parkingSink) Park() bool {
 	// that shutdown, which waits for the server and then for the parked
 	// streams, always finds the stream in one or the other.
 	s.h.addParked(s)
-	conn, rw, err := s.rc.Hijack()
-	if err == nil && rw.Writer.Buffered() > 0 {
-		// Flush left nothing behind; should net/http have, it goes first.
-		if err = rw.Writer.Flush(); err != nil {
-			_ = conn.Close()
-		}
-	}
+	// Hijack flushes the response, and the writer it returns is empty:
+	// the connection is all there is.
+	conn, _, err := s.rc.Hijack()
 	if err != nil {
 		s.refused = true
 		s.h.removeParked(s)
