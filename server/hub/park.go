@@ -64,15 +64,25 @@ func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 	h := s.h
 	if s.ctx == nil {
 		// The first park. The request's context ends when its handler
-		// returns, which is what parking lets it do. The timer is made
-		// stopped, so it runs unpark only once parked is set.
+		// returns, which is what parking lets it do.
 		s.ctx = context.WithoutCancel(ctx)
-		s.parkTimer = time.AfterFunc(time.Hour, s.unpark)
+		s.parkTimer = time.AfterFunc(time.Hour, s.timerFired)
 		s.parkTimer.Stop()
 	}
-	d := s.untilDue()
+	due := s.due()
 	s.parked.Store(true) // from here on, the stream may be resumed
-	s.parkTimer.Reset(d)
+	// The timer is left running while the stream runs, and re-armed only
+	// when it has fired or would fire after due (which only moves later,
+	// with lastSend): a stream woken by every commit then costs no timer
+	// operation per wake-up, only a spare resume per heartbeat interval.
+	// parked is set before timerArmed is read, and timerFired clears
+	// timerArmed before it claims the stream, so a timer firing meanwhile
+	// either is seen here or resumes the stream.
+	if !s.timerArmed.Load() || s.timerDue.After(due) {
+		s.timerArmed.Store(true)
+		s.timerDue = due
+		s.parkTimer.Reset(time.Until(due))
+	}
 	h.parkMu.Lock()
 	if !s.listed {
 		s.listed, s.listIdx = true, len(h.parked)
@@ -96,14 +106,16 @@ func (s *stream) unpark() {
 	}
 }
 
+// timerFired runs when the stream's heartbeat or lease end may be due.
+func (s *stream) timerFired() {
+	s.timerArmed.Store(false)
+	s.unpark()
+}
+
 // claim takes a parked stream off parking: true for the one caller that
 // then resumes it.
 func (s *stream) claim() bool {
-	if !s.parked.CompareAndSwap(true, false) {
-		return false
-	}
-	s.parkTimer.Stop()
-	return true
+	return s.parked.CompareAndSwap(true, false)
 }
 
 // resume runs a parked stream until it parks again or ends.
@@ -115,6 +127,7 @@ func (s *stream) resume() {
 	if err == ErrParked {
 		return
 	}
+	s.parkTimer.Stop()
 	err = s.end(err)
 	s.unlist()
 	s.ended()

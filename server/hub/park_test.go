@@ -163,3 +163,32 @@ func TestStuckParkedStreamsHoldUpNoOther(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedStreamHeartbeatsAfterTraffic: a parked stream woken by a run of
+// commits, each moving its next heartbeat later, still gets a heartbeat
+// once the commits stop — its timer, left running through the run, was
+// set again for the later time.
+func TestParkedStreamHeartbeatsAfterTraffic(t *testing.T) {
+	const heartbeat = 100 * time.Millisecond
+	h := newHub(t, hub.Config{Window: 1024, Heartbeat: heartbeat})
+	s := &parkingSink{ended: make(chan error, 1)}
+	if err := h.Subscribe(context.Background(), hub.Request{}, s); err != hub.ErrParked {
+		t.Fatalf("Subscribe = %v, want ErrParked", err)
+	}
+	var seq uint64
+	for start := time.Now(); time.Since(start) < 3*heartbeat; {
+		seq = mustPublish(t, h, fact("a/b", "", int(seq)))
+		time.Sleep(heartbeat / 10)
+	}
+	deadline := time.Now().Add(time.Minute) // a hang guard only
+	for {
+		msgs := s.all()
+		if n := len(msgs); n > 0 && msgs[n-1].GetHeartbeat() != nil && last(s) == seq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat after the last commit (seq %d); the stream is at %d", seq, last(s))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

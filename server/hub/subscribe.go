@@ -113,15 +113,18 @@ type stream struct {
 
 	// A stream whose sink parks (park.go): parker is the sink, parked is
 	// set while the stream waits without a goroutine, parkTimer (made at
-	// the first park) resumes it when its heartbeat or lease end is due,
+	// the first park) resumes it when its heartbeat or lease end is due
+	// (timerArmed: it has not fired since it was last set, for timerDue),
 	// listed is set while it is on the hub's parked list (guarded by
 	// Hub.parkMu), and ctx is what it resumes with.
-	parker    Parker
-	parked    atomic.Bool
-	parkTimer *time.Timer
-	listed    bool
-	listIdx   int // its index on the list, while listed
-	ctx       context.Context
+	parker     Parker
+	parked     atomic.Bool
+	parkTimer  *time.Timer
+	timerArmed atomic.Bool
+	timerDue   time.Time
+	listed     bool
+	listIdx    int // its index on the list, while listed
+	ctx        context.Context
 }
 
 // ended counts the stream out.
@@ -495,11 +498,16 @@ func (s *stream) wait(ctx context.Context, wake <-chan struct{}) error {
 // untilDue is how long until the stream's next heartbeat or its lease end
 // is due.
 func (s *stream) untilDue() time.Duration {
+	return time.Until(s.due())
+}
+
+// due is when the stream's next heartbeat or its lease end is due.
+func (s *stream) due() time.Time {
 	due := s.lastSend.Add(s.h.cfg.Heartbeat)
 	if !s.leaseEnd.IsZero() && s.leaseEnd.Before(due) {
 		due = s.leaseEnd
 	}
-	return time.Until(due)
+	return due
 }
 
 // tick is the stream's clock, run after every delivery and every wait: it

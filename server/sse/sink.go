@@ -32,10 +32,11 @@ type sink struct {
 	h   *Handler
 
 	// A parkingSink's:
-	ctx     context.Context // the request's, for its stream slot (limit.KeepStream)
-	refused bool            // the response could not be taken over
-	conn    net.Conn        // the connection once taken over; nil before
-	release func()          // the stream slot's release, once taken over
+	ctx      context.Context // the request's, for its stream slot (limit.KeepStream)
+	refused  bool            // the response could not be taken over
+	conn     net.Conn        // the connection once taken over; nil before
+	deadline time.Time       // conn's write deadline
+	release  func()          // the stream slot's release, once taken over
 }
 
 func newSink(w http.ResponseWriter) *sink {
@@ -74,7 +75,15 @@ func (s *sink) out(b []byte) error {
 		_, err := s.w.Write(b)
 		return err
 	}
-	_ = s.conn.SetWriteDeadline(time.Now().Add(s.h.writeTimeout))
+	// The deadline is set 1.25× the timeout ahead, and moved only once
+	// less than the timeout is left: every write starts with at least the
+	// timeout before it, and a blocked one is cut within 1.25× it, as on
+	// streams with a goroutine (docs/protocol.md), without a deadline
+	// change per write.
+	if now := time.Now(); s.deadline.Sub(now) < s.h.writeTimeout {
+		s.deadline = now.Add(s.h.writeTimeout + s.h.writeTimeout/4)
+		_ = s.conn.SetWriteDeadline(s.deadline)
+	}
 	_, err := s.conn.Write(b)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		s.h.onCut()
