@@ -34,9 +34,12 @@ type Metrics struct {
 	publish     prometheus.Histogram
 	lag         *prometheus.HistogramVec
 	replayAge   *prometheus.HistogramVec
-	rpc         *rpcMetrics
-	authReject  *prometheus.CounterVec
-	limits      *limitMetrics
+	// lag's and replayAge's series by face, looked up once (Delivered runs
+	// for every batch a stream writes); read-only after New.
+	lagBy, replayAgeBy map[string]prometheus.Observer
+	rpc                *rpcMetrics
+	authReject         *prometheus.CounterVec
+	limits             *limitMetrics
 }
 
 var (
@@ -97,14 +100,16 @@ func New() *Metrics {
 	// Every face is pre-registered so every series exists from the first
 	// scrape (a rate over a series that appears late misses its first
 	// increments).
+	m.lagBy = make(map[string]prometheus.Observer, len(hub.Faces))
+	m.replayAgeBy = make(map[string]prometheus.Observer, len(hub.Faces))
 	for _, f := range hub.Faces {
 		for _, o := range Outcomes {
 			m.subscribes.WithLabelValues(f, string(o))
 		}
 		m.lagged.WithLabelValues(f)
 		m.subscribers.WithLabelValues(f)
-		m.lag.WithLabelValues(f)
-		m.replayAge.WithLabelValues(f)
+		m.lagBy[f] = m.lag.WithLabelValues(f)
+		m.replayAgeBy[f] = m.replayAge.WithLabelValues(f)
 		for _, r := range auth.Reasons {
 			m.authReject.WithLabelValues(f, string(r))
 		}
@@ -194,11 +199,15 @@ func (m *Metrics) Published(facts int, took time.Duration) {
 // Delivered implements hub.Observer: live batches feed the delivery lag,
 // replayed ones the replay age.
 func (m *Metrics) Delivered(face string, live bool, age time.Duration) {
+	vec, by := m.replayAge, m.replayAgeBy
 	if live {
-		m.lag.WithLabelValues(face).Observe(age.Seconds())
-		return
+		vec, by = m.lag, m.lagBy
 	}
-	m.replayAge.WithLabelValues(face).Observe(age.Seconds())
+	o, ok := by[face]
+	if !ok {
+		o = vec.WithLabelValues(face)
+	}
+	o.Observe(age.Seconds())
 }
 
 // AuthRejected implements auth.Observer.

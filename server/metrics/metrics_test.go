@@ -17,6 +17,7 @@ import (
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/metrics"
 	"github.com/ringcast/ringcast/server/ringtest"
 	"github.com/ringcast/ringcast/server/sse"
 )
@@ -270,4 +271,16 @@ func TestHandlerServesTextFormat(t *testing.T) {
 
 func connectRequest(epoch, since uint64) *connect.Request[ringcastv1.SubscribeEventsRequest] {
 	return connect.NewRequest(&ringcastv1.SubscribeEventsRequest{SinceSeq: since, InstanceEpoch: epoch})
+}
+
+// BenchmarkDelivered is the cost a stream pays per batch it writes for the
+// delivery-lag histogram.
+func BenchmarkDelivered(b *testing.B) {
+	m := metrics.New()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Delivered(hub.FaceSSE, true, time.Millisecond)
+		}
+	})
 }
