@@ -69,22 +69,22 @@ func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 		s.parkTimer = time.AfterFunc(time.Hour, s.timerFired)
 		s.parkTimer.Stop()
 	}
-	due := s.due()
-	s.parked.Store(true) // from here on, the stream may be resumed
-	// The timer is left running while the stream runs, and re-armed only
-	// when it has fired or would fire after due (which only moves later,
-	// with lastSend): a stream woken by every commit then costs no timer
-	// operation per wake-up, only a spare resume per heartbeat interval.
-	// parked is set before timerArmed is read, and timerFired clears
-	// timerArmed before it claims the stream, so a timer firing meanwhile
-	// either is seen here or resumes the stream.
-	if !s.timerArmed.Load() || s.timerDue.After(due) {
+	// The timer is left running while the stream runs, and set again only
+	// when it has fired (timerArmed clear) or would fire after due (which
+	// only moves later, with lastSend): a stream woken by every commit
+	// then costs no timer operation per wake-up, only a spare resume per
+	// heartbeat interval. Its fields are written before parked is set,
+	// so whoever resumes the stream next sees them.
+	if due := s.due(); !s.timerArmed.Load() || s.timerDue.After(due) {
 		s.timerArmed.Store(true)
 		s.timerDue = due
 		s.parkTimer.Reset(time.Until(due))
 	}
+	s.parked.Store(true) // from here on, the stream may be resumed
 	h.parkMu.Lock()
-	if !s.listed {
+	if !s.listed && s.parked.Load() {
+		// (Not parked any more: it was resumed meanwhile, and whoever
+		// runs it lists it when it parks again, or it ends.)
 		s.listed, s.listIdx = true, len(h.parked)
 		h.parked = append(h.parked, s)
 	}
@@ -95,6 +95,12 @@ func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 	case <-h.done:
 		s.unpark()
 	default:
+		// A timer that fired before parked was set could not resume the
+		// stream. timerFired clears timerArmed before it tries to, so it
+		// either succeeds or is seen here.
+		if !s.timerArmed.Load() {
+			s.unpark()
+		}
 	}
 	return ErrParked
 }

@@ -164,31 +164,50 @@ func TestStuckParkedStreamsHoldUpNoOther(t *testing.T) {
 	}
 }
 
-// TestParkedStreamHeartbeatsAfterTraffic: a parked stream woken by a run of
-// commits, each moving its next heartbeat later, still gets a heartbeat
-// once the commits stop — its timer, left running through the run, was
-// set again for the later time.
-func TestParkedStreamHeartbeatsAfterTraffic(t *testing.T) {
+// TestParkedStreamsHeartbeatAfterTraffic: parked streams woken by bursts
+// of commits from several publishers, each commit moving their next
+// heartbeat later, still get a heartbeat once the commits stop: a timer
+// left running through the bursts was set again for the later time, and
+// one that fired while its stream was being parked resumed it. (Under
+// -race this also checks the timer's bookkeeping against the workers that
+// resume the stream next.)
+func TestParkedStreamsHeartbeatAfterTraffic(t *testing.T) {
 	const heartbeat = 100 * time.Millisecond
-	h := newHub(t, hub.Config{Window: 1024, Heartbeat: heartbeat})
-	s := &parkingSink{ended: make(chan error, 1)}
-	if err := h.Subscribe(context.Background(), hub.Request{}, s); err != hub.ErrParked {
-		t.Fatalf("Subscribe = %v, want ErrParked", err)
+	h := newHub(t, hub.Config{Window: 1 << 14, Heartbeat: heartbeat})
+	const streams, publishers = 200, 4
+	sinks := make([]*parkingSink, streams)
+	for i := range sinks {
+		sinks[i] = &parkingSink{ended: make(chan error, 1)}
+		if err := h.Subscribe(context.Background(), hub.Request{}, sinks[i]); err != hub.ErrParked {
+			t.Fatalf("Subscribe = %v, want ErrParked", err)
+		}
 	}
-	var seq uint64
-	for start := time.Now(); time.Since(start) < 3*heartbeat; {
-		seq = mustPublish(t, h, fact("a/b", "", int(seq)))
-		time.Sleep(heartbeat / 10)
+	for start := time.Now(); time.Since(start) < 10*heartbeat; {
+		var wg sync.WaitGroup
+		for p := range publishers {
+			wg.Go(func() {
+				for k := range 5 {
+					if _, err := h.Publish([]*ringcastv1.Fact{fact("a/b", "", p*10+k)}, ""); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(heartbeat / 20)
 	}
+	_, head := h.Bounds()
 	deadline := time.Now().Add(time.Minute) // a hang guard only
-	for {
-		msgs := s.all()
-		if n := len(msgs); n > 0 && msgs[n-1].GetHeartbeat() != nil && last(s) == seq {
-			break
+	for i, s := range sinks {
+		for {
+			msgs := s.all()
+			if n := len(msgs); n > 0 && msgs[n-1].GetHeartbeat().GetHeadSeq() == head && last(s) == head {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("stream %d: no heartbeat after the last commit (seq %d); the stream is at %d", i, head, last(s))
+			}
+			time.Sleep(time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no heartbeat after the last commit (seq %d); the stream is at %d", seq, last(s))
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

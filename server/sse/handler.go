@@ -67,8 +67,8 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // "Parked streams"): the first time it has nothing to send, its sink takes
 // the connection over from the HTTP server and the handler returns; the
 // stream then runs on one of the hub's workers only while it has something
-// to do. Each write on a parked stream has a deadline of writeTimeout, and
-// onCut (if not nil) is called for each stream cut by it. Such streams
+// to do. A write on a parked stream blocked for writeTimeout (within 1.25×
+// it) cuts the stream, and onCut (if not nil) is called for each stream cut. Such streams
 // outlive the HTTP server's Shutdown: Wait and Close account for them.
 func WithParking(writeTimeout time.Duration, onCut func()) Option {
 	return func(h *Handler) {

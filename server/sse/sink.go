@@ -23,8 +23,9 @@ import (
 //
 // A sink that may park (parkingSink) takes its connection over from the
 // HTTP server when its stream first parks: from then on it writes to conn
-// itself, each write with a deadline of the write timeout, and its stream
-// runs on one of the hub's workers only while it has something to do.
+// itself, each write starting with at least the write timeout before its
+// deadline (and cut within 1.25× it), and its stream runs on one of the
+// hub's workers only while it has something to do.
 type sink struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
@@ -87,7 +88,7 @@ func (s *sink) out(b []byte) error {
 	_, err := s.conn.Write(b)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		s.h.onCut()
-		s.h.log.Info("cut a parked SSE stream whose write was blocked", "after", s.h.writeTimeout)
+		s.h.log.Info("cut a parked SSE stream whose write was blocked", "for at least", s.h.writeTimeout)
 	}
 	return err
 }
