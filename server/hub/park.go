@@ -81,10 +81,10 @@ func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 		s.parkTimer.Reset(time.Until(due))
 	}
 	s.parked.Store(true) // from here on, the stream may be resumed
+	// Listed only while still parked: a stream resumed meanwhile is
+	// listed by whoever runs it, when it parks again (or it ends).
 	h.parkMu.Lock()
 	if !s.listed && s.parked.Load() {
-		// (Not parked any more: it was resumed meanwhile, and whoever
-		// runs it lists it when it parks again, or it ends.)
 		s.listed, s.listIdx = true, len(h.parked)
 		h.parked = append(h.parked, s)
 	}

@@ -68,8 +68,9 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // the connection over from the HTTP server and the handler returns; the
 // stream then runs on one of the hub's workers only while it has something
 // to do. A write on a parked stream blocked for writeTimeout (within 1.25×
-// it) cuts the stream, and onCut (if not nil) is called for each stream cut. Such streams
-// outlive the HTTP server's Shutdown: Wait and Close account for them.
+// it) cuts the stream, and onCut (if not nil) is called for each stream
+// cut. Such streams outlive the HTTP server's Shutdown: Wait and Close
+// account for them.
 func WithParking(writeTimeout time.Duration, onCut func()) Option {
 	return func(h *Handler) {
 		h.park, h.writeTimeout, h.onCut = true, writeTimeout, onCut
