@@ -22,9 +22,10 @@ import (
 //
 // A parked stream's end is not returned to anyone: End is called with what
 // Subscribe would have returned, on the worker that ran it last, after the
-// stream is counted out (as Subscribe returns after it). A parked stream resumes with its context's values
-// but not its cancellation (the request's context ends with its handler):
-// a client that went away is noticed by the sink's next write.
+// stream is counted out (as Subscribe returns after it). A parked stream
+// resumes with its context's values but not its cancellation (the
+// request's context ends with its handler): a client that went away is
+// noticed by the sink's next write.
 type Parker interface {
 	Sink
 	Park() bool
