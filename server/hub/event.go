@@ -65,12 +65,15 @@ const (
 // it, stay within the bound; otherwise it is returned without being kept
 // (the caller still sends it, it is just encoded again on the next send).
 // When the ring drops the event, its encodings leave the budget with it.
-func (e *Event) Encoded(enc Encoding, marshal func(*ringcastv1.SubscribeEventsResponse) ([]byte, error)) ([]byte, error) {
+//
+// marshal is given the response's protobuf size with it, to size its
+// buffer: an encoding that outgrows its first buffer is copied.
+func (e *Event) Encoded(enc Encoding, marshal func(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error)) ([]byte, error) {
 	slot := &e.encoded[enc]
 	if b := slot.Load(); b != nil {
 		return *b, nil
 	}
-	b, err := marshal(e.resp)
+	b, err := marshal(e.resp, int(e.size))
 	if err != nil {
 		return nil, err
 	}

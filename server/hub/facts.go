@@ -29,20 +29,29 @@ var ErrInvalidFact = errors.New("invalid fact")
 //     limit, and each JSON level costs several protobuf levels;
 //   - its data holds NaN or ±Inf, which JSON cannot carry.
 //
-// The error names the fact's index (after prefix, e.g. "commits[2].") and
-// the limit.
-func checkFacts(prefix string, facts []*ringcastv1.Fact, maxBytes, maxDepth int) error {
+// The error names the fact's index and the limit, and the commit's index
+// within a batch when commit >= 0 (e.g. "commits[2].facts[0]").
+func checkFacts(commit int, facts []*ringcastv1.Fact, maxBytes, maxDepth int) error {
 	for i, f := range facts {
 		if n := proto.Size(f); n > maxBytes {
-			return fmt.Errorf("%w: %sfacts[%d] is %d bytes encoded, over the limit of %d bytes (max-fact-bytes)", ErrInvalidFact, prefix, i, n, maxBytes)
+			return fmt.Errorf("%w: %s is %d bytes encoded, over the limit of %d bytes (max-fact-bytes)", ErrInvalidFact, factPath(commit, i), n, maxBytes)
 		}
 		if d := f.GetData(); d != nil {
 			if path, why := checkStruct(d, 1, maxDepth); why != "" {
-				return fmt.Errorf("%w: %sfacts[%d].data%s: %s", ErrInvalidFact, prefix, i, path, why)
+				return fmt.Errorf("%w: %s.data%s: %s", ErrInvalidFact, factPath(commit, i), path, why)
 			}
 		}
 	}
 	return nil
+}
+
+// factPath names fact i of a Publish (commit < 0) or of a batch's commit.
+// It is built only for an error: a batch checks every commit.
+func factPath(commit, i int) string {
+	if commit < 0 {
+		return fmt.Sprintf("facts[%d]", i)
+	}
+	return fmt.Sprintf("commits[%d].facts[%d]", commit, i)
 }
 
 // checkStruct walks s (at nesting level depth) and returns, when a value

@@ -416,7 +416,7 @@ func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt,
 // acknowledged the commit (and this hub holds it, unless ctx ends first); a
 // Log that fails yields an error wrapping ErrUnavailable.
 func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
-	if err := checkFacts("", facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
+	if err := checkFacts(-1, facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
 		return Receipt{}, err
 	}
 	if h.log != nil {

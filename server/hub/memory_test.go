@@ -28,7 +28,7 @@ func (encodingSink) SendEvent(ev *hub.Event) error {
 		if enc != hub.EncodingProto {
 			m = protojson.Marshal
 		}
-		if _, err := ev.Encoded(enc, func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) { return m(r) }); err != nil {
+		if _, err := ev.Encoded(enc, func(r *ringcastv1.SubscribeEventsResponse, _ int) ([]byte, error) { return m(r) }); err != nil {
 			return err
 		}
 	}

@@ -1,9 +1,6 @@
 package hub
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Outcome classifies how a subscribe started. Metrics keep them apart so a
 // too-short window (too_old) shows as its own signal, distinct from new
@@ -52,4 +49,13 @@ func (nopObserver) Delivered(string, bool, time.Duration) {}
 
 // FormatEpoch renders an epoch as 16 lower-case hex digits, the form used in
 // logs and SSE ids.
-func FormatEpoch(epoch uint64) string { return fmt.Sprintf("%016x", epoch) }
+func FormatEpoch(epoch uint64) string { return string(AppendEpoch(nil, epoch)) }
+
+// AppendEpoch appends FormatEpoch(epoch) to b.
+func AppendEpoch(b []byte, epoch uint64) []byte {
+	const hex = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, hex[epoch>>shift&0xf])
+	}
+	return b
+}

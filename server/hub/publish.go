@@ -69,7 +69,7 @@ type BatchLog interface {
 // acknowledgement, as in PublishContext.
 func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, error) {
 	for i, c := range commits {
-		if err := checkFacts(fmt.Sprintf("commits[%d].", i), c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
+		if err := checkFacts(i, c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
 			return nil, err
 		}
 	}

@@ -98,8 +98,8 @@ func TestCachedEncodingsCountAgainstTheRingBudget(t *testing.T) {
 	ev := sizedEvent(1, 1000)
 	r.push(ev)
 	base := r.bytes.Load()
-	enc := func(n int) func(*ringcastv1.SubscribeEventsResponse) ([]byte, error) {
-		return func(*ringcastv1.SubscribeEventsResponse) ([]byte, error) { return make([]byte, n), nil }
+	enc := func(n int) func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) {
+		return func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) { return make([]byte, n), nil }
 	}
 	if b, _ := ev.Encoded(EncodingProto, enc(1500)); len(b) != 1500 || r.bytes.Load() != base+1500 {
 		t.Fatalf("cached 1500 bytes: ring bytes %d, want %d", r.bytes.Load(), base+1500)

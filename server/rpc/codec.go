@@ -35,7 +35,7 @@ type sharedEvent struct {
 type eventCodec struct {
 	name     string
 	encoding hub.Encoding
-	marshal  func(*ringcastv1.SubscribeEventsResponse) ([]byte, error)
+	marshal  func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error)
 	append   func([]byte, proto.Message) ([]byte, error)
 	unmarsh  func([]byte, proto.Message) error
 	stable   func(proto.Message) ([]byte, error)
@@ -62,7 +62,7 @@ func newProtoCodec() *eventCodec {
 	return &eventCodec{
 		name:     "proto",
 		encoding: hub.EncodingProto,
-		marshal:  framed(appendProto),
+		marshal:  framed(appendProto, func(size int) int { return size }),
 		append:   appendProto,
 		unmarsh:  proto.Unmarshal,
 		stable:   proto.MarshalOptions{Deterministic: true}.Marshal,
@@ -74,7 +74,7 @@ func newJSONCodec(name string) *eventCodec {
 	return &eventCodec{
 		name:     name,
 		encoding: hub.EncodingJSON,
-		marshal:  framed(appendJSON),
+		marshal:  framed(appendJSON, eventjson.SizeHint),
 		append:   appendJSON,
 		// Strict: a JSON request with an unknown field or enum name (a
 		// typo such as "idempotency_Key" or "SNAPSHOT_FOO") fails with
@@ -199,10 +199,12 @@ func (c *eventCodec) envelope(ev *hub.Event) ([]byte, error) {
 const envelopePrefix = 5
 
 // framed returns a marshal function for Event.Encoded building the
-// enveloped form of a response with appendMsg.
-func framed(appendMsg func([]byte, proto.Message) ([]byte, error)) func(*ringcastv1.SubscribeEventsResponse) ([]byte, error) {
-	return func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
-		return appendEnvelope(make([]byte, 0, envelopePrefix+128), r, appendMsg)
+// enveloped form of a response with appendMsg, in a buffer of capacity
+// for a message of msgCap(size) bytes when the response's protobuf
+// encoding is size bytes.
+func framed(appendMsg func([]byte, proto.Message) ([]byte, error), msgCap func(size int) int) func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) {
+	return func(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error) {
+		return appendEnvelope(make([]byte, 0, envelopePrefix+msgCap(size)), r, appendMsg)
 	}
 }
 

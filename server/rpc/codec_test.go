@@ -101,8 +101,11 @@ func TestEventCodecSharedEventsMarshalLikeTheirResponse(t *testing.T) {
 func TestEventCodecEncodesEachEventOncePerCodec(t *testing.T) {
 	ev := sharedEvents(t)[1]
 	calls := 0
-	count := func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
+	count := func(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error) {
 		calls++
+		if want := proto.Size(r); size != want {
+			t.Errorf("marshal was given size %d, want the protobuf size %d", size, want)
+		}
 		return proto.Marshal(r)
 	}
 	a, err := ev.Encoded(hub.EncodingProto, count)
@@ -116,7 +119,7 @@ func TestEventCodecEncodesEachEventOncePerCodec(t *testing.T) {
 	if calls != 1 || &a[0] != &b[0] {
 		t.Fatalf("marshal called %d times (want 1), shared bytes: %v", calls, &a[0] == &b[0])
 	}
-	j, err := ev.Encoded(hub.EncodingJSON, func(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) { return protojson.Marshal(r) })
+	j, err := ev.Encoded(hub.EncodingJSON, func(r *ringcastv1.SubscribeEventsResponse, _ int) ([]byte, error) { return protojson.Marshal(r) })
 	if err != nil {
 		t.Fatal(err)
 	}

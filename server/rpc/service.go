@@ -109,8 +109,9 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 		return nil, publishError(err)
 	}
 	out := make([]*ringcastv1.PublishResponse, len(rs))
+	msgs := make([]receiptMsg, len(rs))
 	for i, r := range rs {
-		out[i] = receipt(r)
+		out[i] = msgs[i].set(r)
 	}
 	return connect.NewResponse(&ringcastv1.PublishBatchResponse{Receipts: out}), nil
 }
@@ -140,8 +141,10 @@ type receiptMsg struct {
 	time timestamppb.Timestamp
 }
 
-func receipt(r hub.Receipt) *ringcastv1.PublishResponse {
-	m := &receiptMsg{}
+func receipt(r hub.Receipt) *ringcastv1.PublishResponse { return new(receiptMsg).set(r) }
+
+// set makes m r's receipt and returns it.
+func (m *receiptMsg) set(r hub.Receipt) *ringcastv1.PublishResponse {
 	m.time.Seconds, m.time.Nanos = r.Time.Unix(), int32(r.Time.Nanosecond())
 	m.resp.Seq, m.resp.InstanceEpoch, m.resp.EventTime, m.resp.Duplicate = r.Seq, r.Epoch, &m.time, r.Duplicate
 	return &m.resp

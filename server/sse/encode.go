@@ -74,15 +74,31 @@ func dataJSON(positioned bool) eventjson.Options {
 // by protojson, whose encoder is deep, on a helper goroutine, so that a
 // stream's goroutine does not keep a stack grown for it (package offstack).
 func frame(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
+	return appendFrame(make([]byte, 0, 256), r)
+}
+
+// sizedFrame is frame for a response whose protobuf encoding is size
+// bytes (Event.Encoded), in a buffer sized for it: a frame's id, event
+// name and the data's field names need room beyond what the data does.
+func sizedFrame(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error) {
+	return appendFrame(make([]byte, 0, frameOverhead+eventjson.SizeHint(size)), r)
+}
+
+// frameOverhead is the room an SSE frame takes beyond its data line's JSON:
+// "id: ", the id (up to 16+1+20 bytes), "\nevent: ", the name, "\ndata: ",
+// and "\n\n".
+const frameOverhead = 64
+
+// appendFrame appends frame(r) to b.
+func appendFrame(b []byte, r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
 	name := eventName(r)
 	if name == "" {
 		return nil, nil
 	}
-	b := make([]byte, 0, 256)
 	positioned := r.GetSeq() > 0
 	if positioned {
 		b = append(b, "id: "...)
-		b = append(b, FormatID(r.GetInstanceEpoch(), r.GetSeq())...)
+		b = AppendID(b, r.GetInstanceEpoch(), r.GetSeq())
 		b = append(b, '\n')
 	}
 	b = append(b, "event: "...)

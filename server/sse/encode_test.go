@@ -172,3 +172,32 @@ func TestCommitFrameSize(t *testing.T) {
 	}
 	t.Logf("commit frame with a 100-byte payload: %d bytes with the position in its data, %d without", len(before), len(after))
 }
+
+// TestSizedFrameFitsItsBuffer: a ring event's frame is the frame, built in
+// a buffer its protobuf size makes large enough (no copy on the way), for
+// data from a few bytes to a few KiB, of strings or of numbers.
+func TestSizedFrameFitsItsBuffer(t *testing.T) {
+	nums := map[string]any{}
+	for i := range 64 {
+		nums[strings.Repeat("k", i%5+1)+string(rune('a'+i%26))+string(rune('a'+i/26))] = float64(i) * 1.25
+	}
+	for name, data := range map[string]map[string]any{
+		"tiny":    {"v": 1.0},
+		"100B":    {"pad": strings.Repeat("x", 90)},
+		"4KiB":    {"pad": strings.Repeat("x", 4096)},
+		"numbers": nums,
+	} {
+		r := docCommit(1<<40, data)
+		size := proto.Size(r)
+		b, err := sizedFrame(r, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := mustFrame(t, r); string(b) != want {
+			t.Errorf("%s: sizedFrame\n%s\nwant frame\n%s", name, b, want)
+		}
+		if c := frameOverhead + eventjson.SizeHint(size); cap(b) != c {
+			t.Errorf("%s: a %d-byte frame outgrew its %d-byte buffer (protobuf size %d)", name, len(b), c, size)
+		}
+	}
+}

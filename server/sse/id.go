@@ -13,8 +13,12 @@ var ErrMalformedID = errors.New("sse: malformed Last-Event-ID: want <16 lower-ca
 
 // FormatID renders the SSE id of the positioned event seq of epoch:
 // the epoch as 16 lower-case hex digits, "-", the seq in decimal.
-func FormatID(epoch, seq uint64) string {
-	return hub.FormatEpoch(epoch) + "-" + strconv.FormatUint(seq, 10)
+func FormatID(epoch, seq uint64) string { return string(AppendID(nil, epoch, seq)) }
+
+// AppendID appends FormatID(epoch, seq) to b.
+func AppendID(b []byte, epoch, seq uint64) []byte {
+	b = append(hub.AppendEpoch(b, epoch), '-')
+	return strconv.AppendUint(b, seq, 10)
 }
 
 // ParseLastEventID parses an id produced by FormatID. It is strict: exactly
