@@ -1,6 +1,7 @@
 package eventjson
 
 import (
+	"bytes"
 	"encoding/base64"
 	"math"
 	"strconv"
@@ -89,9 +90,10 @@ func (d *decoder) fact(f *ringcastv1.Fact) bool {
 			if f.Payload != nil || d.peek() != '{' {
 				return false
 			}
-			s, ok := d.structValue()
-			f.Payload = &ringcastv1.Fact_Data{Data: s}
-			return ok
+			p := new(dataPayload)
+			p.d.Data = &p.s
+			f.Payload = &p.d
+			return d.structInto(&p.s)
 		case "binaryData", "binary_data":
 			var s string
 			if f.Payload != nil || !d.str(&s) {
@@ -199,11 +201,11 @@ func (d *decoder) enter(c byte) bool {
 	return true
 }
 
-// structValue reads an object as a google.protobuf.Struct; a key given
-// twice is declined (protojson refuses it).
-func (d *decoder) structValue() (*structpb.Struct, bool) {
-	s := &structpb.Struct{Fields: map[string]*structpb.Value{}}
-	ok := d.anyObject(func(key string) bool {
+// structInto reads an object into s, a google.protobuf.Struct; a key
+// given twice is declined (protojson refuses it).
+func (d *decoder) structInto(s *structpb.Struct) bool {
+	s.Fields = map[string]*structpb.Value{}
+	return d.anyObject(func(key string) bool {
 		if _, dup := s.Fields[key]; dup {
 			return false
 		}
@@ -211,8 +213,30 @@ func (d *decoder) structValue() (*structpb.Struct, bool) {
 		s.Fields[key] = v
 		return ok
 	})
-	return s, ok
 }
+
+// A Value, its kind and a struct's Struct, allocated together: data is mostly numbers and
+// strings, and a struct's values are read one by one.
+type (
+	numberValue struct {
+		v structpb.Value
+		k structpb.Value_NumberValue
+	}
+	stringValue struct {
+		v structpb.Value
+		k structpb.Value_StringValue
+	}
+	structValue struct {
+		v structpb.Value
+		k structpb.Value_StructValue
+		s structpb.Struct
+	}
+	// dataPayload is a fact's data.
+	dataPayload struct {
+		d ringcastv1.Fact_Data
+		s structpb.Struct
+	}
+)
 
 // anyObject reads an object, calling member for each member's value with
 // its name (a struct's key, or a field's name for object).
@@ -232,8 +256,10 @@ func (d *decoder) anyObject(member func(key string) bool) bool {
 func (d *decoder) value() (*structpb.Value, bool) {
 	switch c := d.skip(); {
 	case c == '{':
-		s, ok := d.structValue()
-		return structpb.NewStructValue(s), ok
+		v := new(structValue)
+		v.k.StructValue = &v.s
+		v.v.Kind = &v.k
+		return &v.v, d.structInto(&v.s)
 	case c == '[':
 		l := &structpb.ListValue{}
 		ok := d.array(func() bool {
@@ -243,9 +269,9 @@ func (d *decoder) value() (*structpb.Value, bool) {
 		})
 		return structpb.NewListValue(l), ok
 	case c == '"':
-		var s string
-		ok := d.str(&s)
-		return structpb.NewStringValue(s), ok
+		v := new(stringValue)
+		v.v.Kind = &v.k
+		return &v.v, d.str(&v.k.StringValue)
 	case c == 't':
 		return structpb.NewBoolValue(true), d.literal("true")
 	case c == 'f':
@@ -257,11 +283,13 @@ func (d *decoder) value() (*structpb.Value, bool) {
 		if !ok {
 			return nil, false
 		}
-		f, err := strconv.ParseFloat(n, 64)
+		f, err := strconv.ParseFloat(string(n), 64)
 		if err != nil || math.IsInf(f, 0) {
 			return nil, false
 		}
-		return structpb.NewNumberValue(f), true
+		v := &numberValue{k: structpb.Value_NumberValue{NumberValue: f}}
+		v.v.Kind = &v.k
+		return &v.v, true
 	}
 	return nil, false
 }
@@ -274,8 +302,9 @@ func (d *decoder) literal(s string) bool {
 	return true
 }
 
-// number reads a JSON number (RFC 8259's grammar) and returns its text.
-func (d *decoder) number() (string, bool) {
+// number reads a JSON number (RFC 8259's grammar) and returns its text,
+// which is b's.
+func (d *decoder) number() ([]byte, bool) {
 	start := d.i
 	if d.peek() == '-' {
 		d.i++
@@ -286,12 +315,12 @@ func (d *decoder) number() (string, bool) {
 	case c >= '1' && c <= '9':
 		d.digits()
 	default:
-		return "", false
+		return nil, false
 	}
 	if d.peek() == '.' {
 		d.i++
 		if !d.digits() {
-			return "", false
+			return nil, false
 		}
 	}
 	if c := d.peek(); c == 'e' || c == 'E' {
@@ -300,10 +329,10 @@ func (d *decoder) number() (string, bool) {
 			d.i++
 		}
 		if !d.digits() {
-			return "", false
+			return nil, false
 		}
 	}
-	return string(d.b[start:d.i]), true
+	return d.b[start:d.i], true
 }
 
 // digits reads one or more decimal digits.
@@ -318,10 +347,10 @@ func (d *decoder) digits() bool {
 // uint32 reads a non-negative integer in plain decimal.
 func (d *decoder) uint32(v *uint32) bool {
 	n, ok := d.number()
-	if !ok || strings.ContainsAny(n, "-.eE") {
+	if !ok || bytes.ContainsAny(n, "-.eE") {
 		return false
 	}
-	u, err := strconv.ParseUint(n, 10, 32)
+	u, err := strconv.ParseUint(string(n), 10, 32)
 	*v = uint32(u)
 	return err == nil
 }
