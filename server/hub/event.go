@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -158,18 +159,25 @@ type commitEvent struct {
 	time   timestamppb.Timestamp
 }
 
+// newCommitEvent is a commit's event. Its size is its response's protobuf
+// size, in two parts: the response without its facts, sized by protobuf
+// before they are added, and each fact, sized by factSize. The commit's
+// length is written before it, so the varint of that length is counted
+// again with the facts in it. (The sizes protobuf caches in the response
+// and its commit stay those without the facts: only a marshal told to
+// UseCachedSize would read them, and none is.)
 func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
-	return sized(commitEventOf(epoch, seq, at, facts, traceparent))
-}
-
-// newPublishedEvent is newCommitEvent for a commit published here: every
-// fact's size is cached from a proto.Size of it since its last change
-// (checkFacts, indexFacts), and the event's size reuses those instead of
-// walking each fact's data again. (The response, commit and timestamp are
-// new, without a cached size: they are sized.)
-func newPublishedEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
-	e := commitEventOf(epoch, seq, at, facts, traceparent)
-	e.size = int64(proto.MarshalOptions{UseCachedSize: true}.Size(e.resp))
+	e := commitEventOf(epoch, seq, at, nil, traceparent)
+	c := e.Commit()
+	c.FactCount = uint32(len(facts))
+	bare := proto.Size(e.resp)
+	commit := proto.MarshalOptions{UseCachedSize: true}.Size(c)
+	withFacts := commit
+	for _, f := range facts {
+		withFacts += 1 + protowire.SizeBytes(factSize(f)) // Commit.facts is field 1
+	}
+	c.Facts = facts
+	e.size = int64(bare - protowire.SizeBytes(commit) + protowire.SizeBytes(withFacts))
 	return e
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -33,7 +32,7 @@ var ErrInvalidFact = errors.New("invalid fact")
 // within a batch when commit >= 0 (e.g. "commits[2].facts[0]").
 func checkFacts(commit int, facts []*ringcastv1.Fact, maxBytes, maxDepth int) error {
 	for i, f := range facts {
-		if n := proto.Size(f); n > maxBytes {
+		if n := factSize(f); n > maxBytes {
 			return fmt.Errorf("%w: %s is %d bytes encoded, over the limit of %d bytes (max-fact-bytes)", ErrInvalidFact, factPath(commit, i), n, maxBytes)
 		}
 		if d := f.GetData(); d != nil {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
@@ -83,16 +81,10 @@ func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, er
 	return receipts, nil
 }
 
-// indexFacts sets each fact's Index to its position in its commit. Call it
-// after checkFacts, which sized every fact (proto.Size caches each
-// message's size in it): a fact whose Index changes is sized again, so that
-// every fact's cached size stays its size (see newPublishedEvent).
+// indexFacts sets each fact's Index to its position in its commit.
 func indexFacts(facts []*ringcastv1.Fact) {
 	for i, f := range facts {
-		if f.Index != uint32(i) {
-			f.Index = uint32(i)
-			proto.Size(f)
-		}
+		f.Index = uint32(i)
 	}
 }
 
@@ -160,7 +152,7 @@ func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 		case receipts[i].Duplicate:
 			continue
 		}
-		ev := newPublishedEvent(h.epoch, h.ring.head+1, now, c.Facts, c.Traceparent)
+		ev := newCommitEvent(h.epoch, h.ring.head+1, now, c.Facts, c.Traceparent)
 		h.appendLocked(ev)
 		receipts[i] = Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
 		if c.IdempotencyKey != "" {

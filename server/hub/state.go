@@ -3,8 +3,6 @@ package hub
 import (
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
@@ -60,7 +58,7 @@ func (t *stateTable) apply(ev *Event) {
 			t.byKey[f.Key] = e
 		}
 		e.seq, e.at, e.factCount, e.fact = ev.Seq, ev.Time, c.FactCount, f
-		e.size = int64(proto.Size(f))
+		e.size = int64(factSize(f))
 		t.bytes += e.size
 		t.pushBack(e)
 		for t.front != e && (len(t.byKey) > t.limit || t.bytes > t.maxBytes) {
