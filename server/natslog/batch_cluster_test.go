@@ -39,7 +39,10 @@ func TestPublishBatchOnAnR3Stream(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	r3 := natslog.Options{Replicas: 3, Timeout: 2 * time.Second}
+	// Nothing here waits for a timeout: a generous one keeps a busy
+	// machine's slow replication (600 messages, three replicas) from
+	// failing the test.
+	r3 := natslog.Options{Replicas: 3, Timeout: 30 * time.Second}
 	la, lb := conn(0, r3), conn(1, r3)
 	a, b := newHub(t, la, 16), newHub(t, lb, 16)
 	first := publishBatch(t, a, commit("k1", 1), commit("", 2), commit("k3", 3))

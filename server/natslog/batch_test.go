@@ -22,7 +22,7 @@ func commit(key string, n int) hub.Commit {
 
 func publishBatch(t testing.TB, h *hub.Hub, commits ...hub.Commit) []hub.Receipt {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rs, err := h.PublishBatch(ctx, commits)
 	if err != nil {
