@@ -68,7 +68,9 @@ const (
 // When the ring drops the event, its encodings leave the budget with it.
 //
 // marshal is given the response's protobuf size with it, to size its
-// buffer: an encoding that outgrows its first buffer is copied.
+// buffer: an encoding that outgrows its first buffer is copied. The
+// budget counts an encoding's length, so one kept with much more room
+// than it uses is copied to its length first (see clip).
 func (e *Event) Encoded(enc Encoding, marshal func(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error)) ([]byte, error) {
 	slot := &e.encoded[enc]
 	if b := slot.Load(); b != nil {
@@ -81,6 +83,7 @@ func (e *Event) Encoded(enc Encoding, marshal func(r *ringcastv1.SubscribeEvents
 	if !e.reserve(int64(len(b))) {
 		return b, nil
 	}
+	b = clip(b)
 	if !slot.CompareAndSwap(nil, &b) {
 		e.release(int64(len(b)))
 		// Another send cached it first; the ring may have dropped the
@@ -90,6 +93,18 @@ func (e *Event) Encoded(enc Encoding, marshal func(r *ringcastv1.SubscribeEvents
 		}
 	}
 	return b, nil
+}
+
+// clip returns b, or a copy of it without spare capacity when b's buffer
+// holds more than a quarter (and 64 bytes) more than b: a buffer sized from
+// a guess can be several times what the encoding took (JSON writes a small
+// number in a byte or two that protobuf stores in nine), and memory the
+// budget does not count must stay a small part of what it does.
+func clip(b []byte) []byte {
+	if cap(b)-len(b) <= len(b)/4+64 {
+		return b
+	}
+	return append(make([]byte, 0, len(b)), b...)
 }
 
 // reserve counts n more cached bytes against the ring's budget, or reports
@@ -164,8 +179,9 @@ type commitEvent struct {
 // before they are added, and each fact, sized by factSize. The commit's
 // length is written before it, so the varint of that length is counted
 // again with the facts in it. (The sizes protobuf caches in the response
-// and its commit stay those without the facts: only a marshal told to
-// UseCachedSize would read them, and none is.)
+// and its commit stay those without the facts. They are read here, for the
+// commit's, before the facts are added, and nowhere else: a marshal sizes
+// a message afresh unless told to UseCachedSize.)
 func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
 	e := commitEventOf(epoch, seq, at, nil, traceparent)
 	c := e.Commit()

@@ -93,6 +93,38 @@ func TestRingDropsOldestWhenBytesExceedTheBound(t *testing.T) {
 // TestCachedEncodingsCountAgainstTheRingBudget: an encoding is cached only
 // while it fits the ring's bound, counts in the ring's bytes, and leaves
 // them when the ring drops the event; a dropped event caches nothing.
+// TestCachedEncodingKeepsLittleSpareRoom: the budget counts an encoding's
+// length, so one built in a buffer much larger than it is kept as a copy
+// of its length; one that nearly fills its buffer is kept as it is.
+func TestCachedEncodingKeepsLittleSpareRoom(t *testing.T) {
+	r := newRing(100, 1<<20)
+	ev := sizedEvent(1, 100)
+	r.push(ev)
+	enc := func(n, c int) func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) {
+		return func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) { return make([]byte, n, c), nil }
+	}
+	for _, tc := range []struct {
+		enc      Encoding
+		len, cap int
+		wantCap  int
+	}{
+		{EncodingProto, 1000, 4000, 1000}, // 4× its length: copied
+		{EncodingJSON, 1000, 1314, 1314},  // a quarter and 64 bytes more: kept
+		{EncodingSSE, 10, 74, 74},         // small: 64 bytes spare are kept
+	} {
+		b, err := ev.Encoded(tc.enc, enc(tc.len, tc.cap))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != tc.len || cap(b) != tc.wantCap {
+			t.Errorf("encoding of %d bytes in a buffer of %d: kept with capacity %d, want %d", tc.len, tc.cap, cap(b), tc.wantCap)
+		}
+		if kept := ev.encoded[tc.enc].Load(); kept == nil || cap(*kept) != tc.wantCap {
+			t.Errorf("encoding of %d bytes in a buffer of %d: not cached as returned", tc.len, tc.cap)
+		}
+	}
+}
+
 func TestCachedEncodingsCountAgainstTheRingBudget(t *testing.T) {
 	r := newRing(100, 5_000)
 	ev := sizedEvent(1, 1000)

@@ -175,7 +175,8 @@ func TestCommitFrameSize(t *testing.T) {
 
 // TestSizedFrameFitsItsBuffer: a ring event's frame is the frame, built in
 // a buffer its protobuf size makes large enough (no copy on the way), for
-// data from a few bytes to a few KiB, of strings or of numbers.
+// data from a few bytes to a few KiB, of strings or of numbers, and not
+// so much larger that the cache copies it, but for small numbers.
 func TestSizedFrameFitsItsBuffer(t *testing.T) {
 	nums := map[string]any{}
 	for i := range 64 {
@@ -198,6 +199,12 @@ func TestSizedFrameFitsItsBuffer(t *testing.T) {
 		}
 		if c := frameOverhead + eventjson.SizeHint(size); cap(b) != c {
 			t.Errorf("%s: a %d-byte frame outgrew its %d-byte buffer (protobuf size %d)", name, len(b), c, size)
+		}
+		// The ring's cache keeps a frame without copying it again unless
+		// its buffer has a quarter and 64 bytes more room than it takes
+		// (hub.Event.Encoded); a frame of many small numbers is copied.
+		if spare := cap(b) - len(b); (spare > len(b)/4+64) != (name == "numbers") {
+			t.Errorf("%s: a %d-byte frame with %d bytes to spare", name, len(b), spare)
 		}
 	}
 }
