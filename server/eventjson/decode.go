@@ -215,8 +215,8 @@ func (d *decoder) structInto(s *structpb.Struct) bool {
 	})
 }
 
-// A Value, its kind and a struct's Struct, allocated together: data is mostly numbers and
-// strings, and a struct's values are read one by one.
+// A Value, its kind and a struct's Struct, allocated together: data is
+// mostly numbers and strings, and a struct's values are read one by one.
 type (
 	numberValue struct {
 		v structpb.Value

@@ -10,8 +10,8 @@ import (
 // factSize is proto.Size(f), computed without reflection. A fact's size is
 // a unit of the ring's and the state table's byte budgets and is checked
 // against max-fact-bytes on every publish; protobuf sizes the map of a
-// Struct by reflection, which made sizing the data cost as much as
-// decoding it. Every field of Fact, Struct, Value and ListValue is counted,
+// Struct by reflection, several times slower than summing the fields here
+// (BenchmarkFactSize). Every field of Fact, Struct, Value and ListValue is counted,
 // and unknown fields as they are kept (TestFactSizeIsProtoSize also fails
 // when a field is added to Fact and not here).
 func factSize(f *ringcastv1.Fact) int {
