@@ -183,41 +183,31 @@ type commitEvent struct {
 // commit's, before the facts are added, and nowhere else: a marshal sizes
 // a message afresh unless told to UseCachedSize.)
 func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
-	e := commitEventOf(epoch, seq, at, nil, traceparent)
-	c := e.Commit()
-	c.FactCount = uint32(len(facts))
-	bare := proto.Size(e.resp)
-	commit := proto.MarshalOptions{UseCachedSize: true}.Size(c)
-	withFacts := commit
-	for _, f := range facts {
-		withFacts += 1 + protowire.SizeBytes(factSize(f)) // Commit.facts is field 1
-	}
-	c.Facts = facts
-	e.size = int64(bare - protowire.SizeBytes(commit) + protowire.SizeBytes(withFacts))
-	return e
-}
-
-// commitEventOf is a commit's event, without its size.
-func commitEventOf(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
 	b := &commitEvent{}
-	b.commit.Facts, b.commit.FactCount, b.commit.Traceparent = facts, uint32(len(facts)), traceparent
+	b.commit.FactCount, b.commit.Traceparent = uint32(len(facts)), traceparent
 	b.oneof.Commit = &b.commit
 	b.time.Seconds, b.time.Nanos = at.Unix(), int32(at.Nanosecond())
 	b.resp.Seq, b.resp.InstanceEpoch, b.resp.EventTime, b.resp.Event = seq, epoch, &b.time, &b.oneof
 	b.ev.Seq, b.ev.Time, b.ev.resp = seq, at, &b.resp
+
+	bare := proto.Size(&b.resp)
+	commit := proto.MarshalOptions{UseCachedSize: true}.Size(&b.commit)
+	withFacts := commit
+	for _, f := range facts {
+		withFacts += 1 + protowire.SizeBytes(factSize(f)) // Commit.facts is field 1
+	}
+	b.commit.Facts = facts
+	b.ev.size = int64(bare - protowire.SizeBytes(commit) + protowire.SizeBytes(withFacts))
 	return &b.ev
 }
 
 func newStatusEvent(epoch, seq uint64, at time.Time, status *ringcastv1.ServerStatus) *Event {
-	return sized(&Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
+	e := &Event{Seq: seq, Time: at, resp: &ringcastv1.SubscribeEventsResponse{
 		Seq:           seq,
 		InstanceEpoch: epoch,
 		EventTime:     timestamppb.New(at),
 		Event:         &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: status},
-	}})
-}
-
-func sized(e *Event) *Event {
+	}}
 	e.size = int64(proto.Size(e.resp))
 	return e
 }
