@@ -36,6 +36,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.Edge.MaxStreamsPerClient, "max-streams-per-client", cfg.Edge.MaxStreamsPerClient, "streams one client (token sub, else remote IP) may hold open; more: resource_exhausted (negative: no bound)")
 	fs.Float64Var(&cfg.Edge.PublishRate, "publish-rate", cfg.Edge.PublishRate, "commits per second one client may publish on average (token bucket; negative: no bound)")
 	fs.IntVar(&cfg.Edge.PublishBurst, "publish-burst", cfg.Edge.PublishBurst, "commits one client may publish at once (the bucket's size)")
+	fs.Int64Var(&cfg.Edge.PublishByteRate, "publish-byte-rate", cfg.Edge.PublishByteRate, "bytes per second one client may publish on average (its Publish and PublishBatch requests' protobuf size; token bucket; negative: no bound)")
+	fs.Int64Var(&cfg.Edge.PublishByteBurst, "publish-byte-burst", cfg.Edge.PublishByteBurst, "bytes one client may publish at once (the byte bucket's size)")
 	fs.IntVar(&cfg.Edge.MaxConns, "max-conns", cfg.Edge.MaxConns, "connections held at once; more are closed on accept (default: 80% of the open-file limit; negative: no bound)")
 	fs.DurationVar(&cfg.Edge.IdleTimeout, "idle-timeout", cfg.Edge.IdleTimeout, "close a connection with no request in flight (HTTP/1.1 keep-alive, HTTP/2 with no stream) after this long")
 	fs.DurationVar(&cfg.Edge.ReadTimeout, "read-timeout", cfg.Edge.ReadTimeout, "longest time to read a request body (a unary call's message, a stream's request)")
