@@ -30,7 +30,7 @@ type Edge struct {
 	PublishBurst int
 	// PublishByteRate and PublishByteBurst are one client's token bucket
 	// of bytes published (the protobuf size of its Publish and
-	// PublishBatch requests). Defaults 2 MiB/s and 8 MiB; a negative rate:
+	// PublishBatch requests). Defaults 1 MiB/s and 4 MiB; a negative rate:
 	// no bound.
 	PublishByteRate  int64
 	PublishByteBurst int64

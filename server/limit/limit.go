@@ -43,10 +43,11 @@ type Config struct {
 	// PublishByteRate is the bytes per second one client may publish on
 	// average (the protobuf size of its Publish and PublishBatch
 	// requests), and PublishByteBurst how many it may publish at once.
-	// Defaults 2 MiB/s and 8 MiB: at most, one client turns the default
-	// ring (256 MiB, events and their cached encodings) over in about 30s
-	// even when every face caches an encoding of each event, in about two
-	// minutes when none does. Negative rate: no bound.
+	// Defaults 1 MiB/s and 4 MiB (the default largest request): one
+	// client alone takes about a minute to turn the default ring (256 MiB
+	// of events and their cached encodings) over when every face caches
+	// an encoding of each event, about four minutes when none does
+	// (docs/limits.md). Negative rate: no bound.
 	PublishByteRate  float64
 	PublishByteBurst int64
 	// Observer counts rejections by limit name. Default: none.
@@ -84,8 +85,8 @@ func (c Config) WithDefaults() Config {
 
 // The defaults of PublishByteRate and PublishByteBurst.
 const (
-	DefaultPublishByteRate  = 2 << 20
-	DefaultPublishByteBurst = 8 << 20
+	DefaultPublishByteRate  = 1 << 20
+	DefaultPublishByteBurst = 4 << 20
 )
 
 // Error is a refusal: which limit, and when trying again makes sense.
