@@ -435,7 +435,11 @@ func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idem
 	}
 	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)}}
 	var receipts [1]Receipt
-	err := h.publish(clientFrom(ctx), commits[:], receipts[:])
+	client := "" // only a new key takes from a client's share
+	if idempotencyKey != "" {
+		client = clientFrom(ctx)
+	}
+	err := h.publish(client, commits[:], receipts[:])
 	return receipts[0], err
 }
 
