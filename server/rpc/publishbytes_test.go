@@ -94,8 +94,12 @@ func TestPublishBytesAreBoundedPerClient(t *testing.T) {
 		if _, head := srv.Hub().Bounds(); head != before {
 			t.Fatalf("refused publishes appended: head %d -> %d", before, head)
 		}
-		if m := scrapeMetrics(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="publish_byte_rate"}`) {
-			t.Fatal("byte-rate refusals are not counted by their limit name")
+		want := "2"
+		if p == ringcast.ProtocolConnect {
+			want = "3" // and the plain HTTP request
+		}
+		if m := scrapeMetrics(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="publish_byte_rate"} `+want+"\n") {
+			t.Fatalf("byte-rate refusals not counted as %s by their limit name", want)
 		}
 	})
 }
