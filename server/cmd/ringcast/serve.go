@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ringcast/ringcast/server/app"
@@ -46,6 +49,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.DemoInterval, "demo-interval", cfg.DemoInterval, "time between demo rounds (one commit each)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with HTTP/2")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "on SIGTERM or interrupt, how long to go on serving everything (the listener open, /healthz 200) while /readyz answers 503 and gRPC health NOT_SERVING, before draining: time for load balancers to send new clients elsewhere; a second signal drains at once (0: drain at once, the listener closes with the signal)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for streams to end after DRAINING")
 	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "who may publish and subscribe: none, or jwt (a bearer token verified with --jwt-key-file; docs/security.md)")
 	fs.StringVar(&cfg.JWTKeyFile, "jwt-key-file", "", "key that verifies tokens: an HMAC secret, a PEM public key or a JWKS (detected)")
@@ -103,7 +107,33 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}()
 		logger.Info("tracing on: OTLP over HTTP")
 	}
+	endDelay, stop := secondSignal(ctx)
+	defer stop()
+	cfg.EndDelay = endDelay
 	return app.Run(ctx, cfg)
+}
+
+// secondSignal returns a channel closed by a SIGTERM or interrupt received
+// after ctx ends (the first one), which ends the shutdown delay at once,
+// and the function that stops listening for it.
+func secondSignal(ctx context.Context) (<-chan struct{}, func()) {
+	end, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		select {
+		case <-sig:
+			close(end)
+		case <-done:
+		}
+	}()
+	return end, func() { close(done) }
 }
 
 // newLogger is the server's slog logger: text or JSON lines on w.
