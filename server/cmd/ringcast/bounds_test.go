@@ -168,3 +168,12 @@ func TestFlagBoundsAreDocumented(t *testing.T) {
 	}
 }
 
+// TestDedupeKeysHelpSaysWhatAFullTableDoes: the hub refuses a new key
+// while the table is full of live keys (hub.ErrDedupeFull), it forgets
+// none early; the help says so.
+func TestDedupeKeysHelpSaysWhatAFullTableDoes(t *testing.T) {
+	u := serveFlagSet().Lookup("dedupe-keys").Usage
+	if strings.Contains(u, "forgotten first") || !strings.Contains(u, "refused") {
+		t.Errorf("--dedupe-keys help: %q; want what a full table does: refuse new keys", u)
+	}
+}

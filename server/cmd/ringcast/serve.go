@@ -38,7 +38,7 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "cut a stream whose write is blocked this long (a subscriber that stopped reading)")
 	fs.IntVar(&cfg.StateKeys, "state-keys", cfg.StateKeys, "keys kept for LATEST_PER_KEY snapshots; past it the least recently updated key is dropped")
 	fs.DurationVar(&cfg.DedupeWindow, "dedupe-window", cfg.DedupeWindow, "how long a publish idempotency key is remembered")
-	fs.IntVar(&cfg.DedupeKeys, "dedupe-keys", cfg.DedupeKeys, "most idempotency keys remembered (oldest forgotten first; memory store only: a durable store's duplicate window has no key bound)")
+	fs.IntVar(&cfg.DedupeKeys, "dedupe-keys", cfg.DedupeKeys, "most idempotency keys remembered; while that many are inside --dedupe-window, a publish with a new key is refused (resource_exhausted, retry later) rather than a key forgotten early (memory store only: a durable store's duplicate window has no key bound)")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request message accepted, in bytes")
 	fs.IntVar(&cfg.MaxFactBytes, "max-fact-bytes", cfg.MaxFactBytes, "largest fact accepted (its protobuf encoding), in bytes; larger ones are refused with invalid_argument")
 	fs.IntVar(&cfg.MaxDataDepth, "max-data-depth", cfg.MaxDataDepth, "deepest nesting of objects and arrays accepted in a fact's data (the data object is level 1)")
