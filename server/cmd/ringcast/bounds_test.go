@@ -177,3 +177,36 @@ func TestDedupeKeysHelpSaysWhatAFullTableDoes(t *testing.T) {
 		t.Errorf("--dedupe-keys help: %q; want what a full table does: refuse new keys", u)
 	}
 }
+
+// TestBadValuesNameTheFlagAndWhatItTakes: a value that does not parse, on
+// the command line or in RINGCAST_*, is reported with the flag and what it
+// takes, not as the flag package's "parse error".
+func TestBadValuesNameTheFlagAndWhatItTakes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  [2]string
+		code int
+		want string
+	}{
+		{args: []string{"serve", "--window", "abc"}, code: 2, want: `invalid value "abc" for --window: want an integer`},
+		{args: []string{"serve", "--window", "99999999999999999999"}, code: 2, want: `invalid value "99999999999999999999" for --window: want an integer within range`},
+		{args: []string{"serve", "--heartbeat", "soon"}, code: 2, want: `invalid value "soon" for --heartbeat: want a duration such as 30s`},
+		{args: []string{"serve", "--publish-rate", "fast"}, code: 2, want: `invalid value "fast" for --publish-rate: want a number`},
+		{args: []string{"serve", "--demo=maybe"}, code: 2, want: `invalid value "maybe" for --demo: want true or false`},
+		{args: []string{"tail", "--until", "-1"}, code: 2, want: `invalid value "-1" for --until: want a whole number (0 or more)`},
+		{args: []string{"serve"}, env: [2]string{"RINGCAST_WINDOW", "abc"}, code: 1, want: `RINGCAST_WINDOW="abc" (--window): want an integer`},
+		{args: []string{"serve"}, env: [2]string{"RINGCAST_HEARTBEAT", "soon"}, code: 1, want: `RINGCAST_HEARTBEAT="soon" (--heartbeat): want a duration such as 30s`},
+	} {
+		if tc.env[0] != "" {
+			t.Setenv(tc.env[0], tc.env[1])
+		}
+		var out, errOut bytes.Buffer
+		code := run(tc.args, strings.NewReader(""), &out, &errOut)
+		if code != tc.code || !strings.Contains(errOut.String(), tc.want) || strings.Contains(errOut.String(), "parse error") || strings.Contains(errOut.String(), "strconv") {
+			t.Errorf("%v %v: exit %d, stderr %q; want %d and %q", tc.args, tc.env, code, errOut.String(), tc.code, tc.want)
+		}
+		if tc.env[0] != "" {
+			os.Unsetenv(tc.env[0])
+		}
+	}
+}
