@@ -294,7 +294,7 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.DisableConsole {
 		mux.Handle("/", console.Handler())
 	}
-	handler := withCORS(cfg.CORSOrigins, guard.wrap(mux))
+	handler := withCORS(cfg.CORSOrigins, guard.wrap(withTimeoutCheck(mux)))
 	if hostCheckApplies(cfg) {
 		handler = withHostCheck(cfg.AllowedHosts, handler)
 	}
