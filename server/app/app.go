@@ -152,6 +152,9 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if r := c.Edge.PublishRate; math.IsNaN(r) || math.IsInf(r, 0) {
+		errs = append(errs, fmt.Errorf("publish-rate must be a finite number, not %v", r))
+	}
 	if c.ShutdownDelay < 0 {
 		errs = append(errs, errors.New("shutdown-delay must not be negative"))
 	}
