@@ -119,16 +119,51 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 		if err := publishOne(t, addr, ringcast.ProtocolConnect, 0); err != nil {
 			t.Fatal(err)
 		}
+		// Health watchers are told of the outage and of its end, and stay.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		watches := map[ringcast.Protocol]<-chan grpchealth.WatchEvent{}
+		for _, p := range ringtest.Protocols {
+			var opts []connect.ClientOption
+			switch p {
+			case ringcast.ProtocolGRPC:
+				opts = append(opts, connect.WithGRPC())
+			case ringcast.ProtocolGRPCWeb:
+				opts = append(opts, connect.WithGRPCWeb())
+			}
+			hc := ringcast.NewHTTPClient(p)
+			defer hc.CloseIdleConnections()
+			watches[p] = grpchealth.NewClient(hc, "http://"+addr, opts...).Watch(ctx, &grpchealth.CheckRequest{})
+		}
+		nextStatus := func(p ringcast.Protocol, want grpchealth.Status) {
+			t.Helper()
+			ev := ringtest.Wait(t, watches[p], 60*time.Second, "a health status over "+string(p))
+			if ev.Err != nil || ev.Response == nil || ev.Response.Status != want {
+				t.Fatalf("health Watch over %s: %+v, want %v", p, ev, want)
+			}
+		}
+		for _, p := range ringtest.Protocols {
+			nextStatus(p, grpchealth.StatusServing)
+		}
 
 		ns.Shutdown()
 		ns.WaitForShutdown()
 		wantReadiness(t, addr, http.StatusServiceUnavailable, "store unavailable: ", grpchealth.StatusNotServing)
 		for _, p := range ringtest.Protocols {
+			nextStatus(p, grpchealth.StatusNotServing)
 			wantStoreError(t, publishOne(t, addr, p, 1), "store unavailable: ")
 		}
 
 		natsServer(t, dir, port, nil)
 		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+		for _, p := range ringtest.Protocols {
+			nextStatus(p, grpchealth.StatusServing)
+		}
+		cancel()
+		for _, p := range ringtest.Protocols {
+			for range watches[p] {
+			}
+		}
 	})
 
 	t.Run("stream full with discard new", func(t *testing.T) {
