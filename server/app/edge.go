@@ -247,7 +247,7 @@ func (c *requestReader) Receive(msg any) error {
 	case c.received == 2 && err == nil:
 		c.fault = "the request holds more than one message; a server stream takes exactly one"
 	case err != nil && !errors.Is(err, io.EOF):
-		c.fault = "the request message could not be read: " + err.Error()
+		c.fault = readFault(err)
 	}
 	if c.clear != nil && c.received == 2 {
 		c.clear()

@@ -7,18 +7,29 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/natslog"
 )
 
-func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg := app.Defaults()
-	cfg.Version = versionString()
+// serveOpts are serve's flags that are not fields of app.Config.
+type serveOpts struct {
+	allowedHosts, corsOrigins    stringList
+	reflection, console, metrics *bool
+	logLevel, logFormat          *string
+}
+
+// newServeFlags defines serve's flags on cfg (its values the defaults),
+// with the bounds of each numeric one in its help (serveBounds).
+func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts) {
 	fs := newFlagSet("serve", "serve [flags]", stderr)
+	o := &serveOpts{}
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (HTTP/1.1 and h2c, or TLS with --tls-cert)")
 	fs.IntVar(&cfg.Window, "window", cfg.Window, "events retained in the ring (W): how far back a cursor can resume")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat (or pending Progress) interval on idle streams")
@@ -49,6 +60,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.DemoInterval, "demo-interval", cfg.DemoInterval, "time between demo rounds (one commit each)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with HTTP/2")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "on SIGTERM or interrupt, how long to go on serving everything (the listener open, /healthz 200) while /readyz answers 503 and gRPC health NOT_SERVING, before draining: time for load balancers to send new clients elsewhere; a second signal drains at once (0: drain at once, the listener closes with the signal)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for streams to end after DRAINING")
 	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "who may publish and subscribe: none, or jwt (a bearer token verified with --jwt-key-file; docs/security.md)")
 	fs.StringVar(&cfg.JWTKeyFile, "jwt-key-file", "", "key that verifies tokens: an HMAC secret, a PEM public key or a JWKS (detected)")
@@ -67,30 +79,40 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", 0, "age limit of a stream ringcast creates (0: none)")
 	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", 0, "commit count limit of a stream ringcast creates (0: none)")
 	fs.IntVar(&cfg.Rebuild, "state-rebuild", cfg.Rebuild, "with a durable store, the newest commits read at start to rebuild the ring and the LATEST_PER_KEY table")
-	var allowedHosts, corsOrigins stringList
-	fs.Var(&allowedHosts, "allowed-host", "with --auth none on loopback: a Host name to answer besides loopback names (repeatable); others get 403")
-	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call from a browser page on another origin, e.g. https://console.example.org (repeatable; * for any, never with credentials); none by default")
-	reflection := fs.Bool("reflection", true, "serve gRPC server reflection (v1 and v1alpha)")
-	consoleOn := fs.Bool("console", true, "serve the web console at /")
-	metricsOn := fs.Bool("metrics", true, "serve Prometheus /metrics")
+	fs.Var(&o.allowedHosts, "allowed-host", "with --auth none on loopback: a Host name to answer besides loopback names (repeatable); others get 403")
+	fs.Var(&o.corsOrigins, "cors-origin", "origin allowed to call from a browser page on another origin, e.g. https://console.example.org (repeatable; * for any, never with credentials); none by default")
+	o.reflection = fs.Bool("reflection", true, "serve gRPC server reflection (v1 and v1alpha)")
+	o.console = fs.Bool("console", true, "serve the web console at /")
+	o.metrics = fs.Bool("metrics", true, "serve Prometheus /metrics")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics on this address instead of on --addr")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	logFormat := fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
+	o.logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
+	o.logFormat = fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
+	describeBounds(fs, serveBounds)
+	return fs, o
+}
+
+func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg := app.Defaults()
+	cfg.Version = versionString()
+	fs, o := newServeFlags(&cfg, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if zero := zeroCounts(fs); zero != nil {
-		// A zero field means "the default" to app.Config; a zero typed by
-		// the user is a mistake, reported with the rest of the config's.
-		return errors.Join(zero, cfg.Validate())
+	if err := checkBounds(fs, serveBounds); err != nil {
+		// Reported with the rest of the config's errors, but each flag
+		// once: the config's own about a flag out of bounds are dropped.
+		return errors.Join(err, withoutFlags(cfg.Validate(), err))
 	}
-	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, *o.logFormat, *o.logLevel)
 	if err != nil {
 		return err
 	}
 	cfg.Logger = logger
-	cfg.AllowedHosts, cfg.CORSOrigins = allowedHosts, corsOrigins
-	cfg.DisableReflection, cfg.DisableConsole, cfg.DisableMetrics = !*reflection, !*consoleOn, !*metricsOn
+	cfg.AllowedHosts, cfg.CORSOrigins = o.allowedHosts, o.corsOrigins
+	cfg.DisableReflection, cfg.DisableConsole, cfg.DisableMetrics = !*o.reflection, !*o.console, !*o.metrics
 	tp, err := app.TracerProviderFromEnv(ctx, cfg.Version)
 	if err != nil {
 		return err
@@ -106,7 +128,33 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}()
 		logger.Info("tracing on: OTLP over HTTP")
 	}
+	endDelay, stop := secondSignal(ctx)
+	defer stop()
+	cfg.EndDelay = endDelay
 	return app.Run(ctx, cfg)
+}
+
+// secondSignal returns a channel closed by a SIGTERM or interrupt received
+// after ctx ends (the first one), which ends the shutdown delay at once,
+// and the function that stops listening for it.
+func secondSignal(ctx context.Context) (<-chan struct{}, func()) {
+	end, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		select {
+		case <-sig:
+			close(end)
+		case <-done:
+		}
+	}()
+	return end, func() { close(done) }
 }
 
 // newLogger is the server's slog logger: text or JSON lines on w.
@@ -126,27 +174,37 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 }
 
-// countFlags are serve's counts and byte sizes: given as 0 they would mean
-// the default (or, for some, nothing at all), never what a user means.
-var countFlags = []string{
-	"window", "state-keys", "dedupe-keys", "max-request-bytes", "max-fact-bytes",
-	"max-data-depth", "max-ring-bytes", "max-state-bytes", "max-streams-per-client",
-	"publish-rate", "publish-burst", "max-conns", "max-h2-streams", "max-h2-resets", "state-rebuild",
+// withoutFlags is the errors of err (errors.Join trees flattened) except
+// those about a flag that reported names: each begins with the flag's name.
+func withoutFlags(err, reported error) error {
+	if err == nil {
+		return nil
+	}
+	var named []string
+	for _, r := range leaves(reported) {
+		named = append(named, strings.SplitN(r.Error(), " ", 2)[0]+" ")
+	}
+	var keep []error
+	for _, e := range leaves(err) {
+		if !slices.ContainsFunc(named, func(n string) bool { return strings.HasPrefix(e.Error(), n) }) {
+			keep = append(keep, e)
+		}
+	}
+	return errors.Join(keep...)
 }
 
-// zeroCounts reports every count flag set to 0 (on the command line or by
-// its RINGCAST_* variable), one error each.
-func zeroCounts(fs *flag.FlagSet) error {
-	var errs []error
-	fs.Visit(func(f *flag.Flag) {
-		if !slices.Contains(countFlags, f.Name) || f.Value.String() != "0" {
-			return
-		}
-		if strings.Contains(f.Usage, "negative: no bound") {
-			errs = append(errs, fmt.Errorf("%s must not be 0: give a positive bound, or a negative value for none", f.Name))
-		} else {
-			errs = append(errs, fmt.Errorf("%s must be positive, not 0", f.Name))
-		}
-	})
-	return errors.Join(errs...)
+// leaves flattens errors.Join trees into their errors.
+func leaves(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, leaves(e)...)
+	}
+	return out
 }
