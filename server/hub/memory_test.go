@@ -182,3 +182,65 @@ func TestConcurrentLatestPerKeySnapshotsShareTheTable(t *testing.T) {
 		t.Fatalf("%d paused snapshots hold %d bytes, more than one table (%d)", streams, used, stateBytes)
 	}
 }
+
+// batchSink records the largest batch of shared events it is given between
+// two flushes, in the events' cost (Event.Size) and in count.
+type batchSink struct {
+	bytes, most int64
+	n, events   int
+	largest     int64 // the largest single event
+}
+
+func (s *batchSink) Send(*ringcastv1.SubscribeEventsResponse) error { return nil }
+
+func (s *batchSink) SendEvent(ev *hub.Event) error {
+	s.bytes += ev.Size()
+	s.n++
+	s.events++
+	s.largest = max(s.largest, ev.Size())
+	return nil
+}
+
+func (s *batchSink) Flush() error {
+	if s.n > 1 {
+		s.most = max(s.most, s.bytes)
+	}
+	s.bytes, s.n = 0, 0
+	return nil
+}
+
+// TestReplayBatchesStopAtTheirBytes: a stream replaying the ring takes its
+// events in batches of at most hub.MaxBatchBytes (what they hold on the
+// heap), whatever their count; an event larger than that is a batch of
+// its own. A batch used to be bounded by count only: 128 events of any
+// size in one buffer before its one write.
+func TestReplayBatchesStopAtTheirBytes(t *testing.T) {
+	h, err := hub.New(hub.Config{Window: 4096, MaxRingBytes: 256 << 20, Lease: -1, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for i := range 600 {
+		facts := []*ringcastv1.Fact{{Topic: "a/b", Type: "t", Payload: &ringcastv1.Fact_BinaryData{BinaryData: make([]byte, 10<<10)}}}
+		if i%100 == 50 { // a commit over the bound: passes alone
+			facts = nil
+			for range hub.MaxBatchBytes/(60<<10) + 1 {
+				facts = append(facts, &ringcastv1.Fact{Topic: "a/b", Type: "t", Payload: &ringcastv1.Fact_BinaryData{BinaryData: make([]byte, 60<<10)}})
+			}
+		}
+		if _, err := h.Publish(facts, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := &batchSink{}
+	if err := h.Subscribe(context.Background(), hub.Request{EndAtHead: true, Snapshot: ringcastv1.Snapshot_SNAPSHOT_RETAINED}, sink); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d events replayed; the largest batch of several held %d KiB (bound %d KiB), the largest event %d KiB", sink.events, sink.most>>10, hub.MaxBatchBytes>>10, sink.largest>>10)
+	if sink.events < 600 || sink.largest <= hub.MaxBatchBytes {
+		t.Fatalf("replayed %d events, the largest %d bytes", sink.events, sink.largest)
+	}
+	if sink.most > hub.MaxBatchBytes {
+		t.Fatalf("a batch of several events held %d bytes, over hub.MaxBatchBytes (%d)", sink.most, hub.MaxBatchBytes)
+	}
+}

@@ -80,11 +80,18 @@ func (r *ring) get(seq uint64) *Event {
 	return r.slots[seq%r.capacity()]
 }
 
-// appendRange appends the stored events with seq in [from, to] to dst.
-// The caller has checked from >= oldest() and to <= head.
-func (r *ring) appendRange(dst []*Event, from, to uint64) []*Event {
+// appendRange appends the stored events with seq in [from, to] to dst,
+// stopping before the events appended would cost more than maxBytes (the
+// first is always appended). The caller has checked from >= oldest() and
+// to <= head.
+func (r *ring) appendRange(dst []*Event, from, to uint64, maxBytes int64) []*Event {
+	var n int64
 	for seq := from; seq <= to; seq++ {
-		dst = append(dst, r.slots[seq%r.capacity()])
+		ev := r.slots[seq%r.capacity()]
+		if n += ev.cost; n > maxBytes && seq > from {
+			break
+		}
+		dst = append(dst, ev)
 	}
 	return dst
 }
