@@ -21,11 +21,11 @@ const maxBatch = 128
 // a Log) stops before the events' cost (Event.Size, what they hold on the
 // heap) would pass it; one event larger than that is still a batch of its
 // own. A sink that buffers a batch's encodings for one write (Flusher)
-// writes them out once they reach it, and writes one encoding as large
-// straight from where it lies. A stream whose client stopped reading thus
-// holds at most about twice this plus one event, however far behind it is
-// and however slowly its writes drain (docs/limits.md, "What the server
-// holds").
+// writes what it holds before an encoding would take it past this, and
+// writes one encoding as large straight from where it lies. A stream whose
+// client stopped reading thus holds at most about twice this plus one
+// event, however far behind it is and however slowly its writes drain
+// (docs/limits.md, "Heap, and slow readers").
 const MaxBatchBytes = 256 << 10
 
 // Sink receives a stream's responses in order. Responses may be shared with
