@@ -1095,7 +1095,8 @@ type ServerStatus struct {
 	HeadSeq   uint64  `protobuf:"varint,6,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
 	OldestSeq uint64  `protobuf:"varint,7,opt,name=oldest_seq,json=oldestSeq,proto3" json:"oldest_seq,omitempty"`
 	Limits    *Limits `protobuf:"bytes,8,opt,name=limits,proto3" json:"limits,omitempty"`
-	// Bytes the ring holds now (encoded events). The ring drops its oldest
+	// Bytes the ring holds now: what its events hold in memory, cached
+	// encodings included (docs/limits.md). The ring drops its oldest
 	// events when either `window` events or `limits.max_ring_bytes` would be
 	// exceeded, so the effective window is [oldest_seq, head_seq].
 	RingBytes     uint64 `protobuf:"varint,9,opt,name=ring_bytes,json=ringBytes,proto3" json:"ring_bytes,omitempty"`

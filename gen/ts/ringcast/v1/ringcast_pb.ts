@@ -514,7 +514,8 @@ export type ServerStatus = Message<"ringcast.v1.ServerStatus"> & {
   limits?: Limits | undefined;
 
   /**
-   * Bytes the ring holds now (encoded events). The ring drops its oldest
+   * Bytes the ring holds now: what its events hold in memory, cached
+   * encodings included (docs/limits.md). The ring drops its oldest
    * events when either `window` events or `limits.max_ring_bytes` would be
    * exceeded, so the effective window is [oldest_seq, head_seq].
    *
