@@ -241,14 +241,22 @@ func New(cfg Config) (*Server, error) {
 	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)
 	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes,
 		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), readTimeoutInterceptor{}))...)
+	// Every stream's path: its read deadline is cleared once its request
+	// is read (withReadDeadline).
 	streams := streamingPaths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))
-	mux.Handle(rpcPath, guardRPC(mw, withReadTimeout(cfg.Edge.ReadTimeout, streams, rpcHandler)))
+	mux.Handle(rpcPath, guardRPC(mw, rpcHandler))
+	// gRPC health and reflection streams take their client's stream slots
+	// too, and clear their read deadlines once their requests are read.
+	sideRPC := connect.WithInterceptors(limiter.Interceptor(), streamDeadline{})
 	health := newHealth()
-	health.handle(mux)
+	streams[health.handle(mux, sideRPC)] = true
 	if !cfg.DisableReflection {
 		reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
-		mux.Handle(grpcreflect.NewHandlerV1(reflector))
-		mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+		for _, handle := range []func(*grpcreflect.Reflector, ...connect.HandlerOption) (string, http.Handler){grpcreflect.NewHandlerV1, grpcreflect.NewHandlerV1Alpha} {
+			path, h := handle(reflector, sideRPC)
+			mux.Handle(path, h)
+			streams[path+"ServerReflectionInfo"] = true
+		}
 	}
 	m.Watch(h)
 	var metricsHandler http.Handler
@@ -274,6 +282,7 @@ func New(cfg Config) (*Server, error) {
 	if hostCheckApplies(cfg) {
 		handler = withHostCheck(cfg.AllowedHosts, handler)
 	}
+	handler = withReadDeadline(cfg.Edge.ReadTimeout, streams, handler)
 	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, events: events, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, limiter: limiter}
 	if metricsHandler != nil {
 		if srv.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
@@ -303,7 +312,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.cfg.Edge.MaxConcurrentStreams},
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
-	ln = s.limiter.Listener(ln, s.cfg.Edge.MaxConns)
+	ln = s.limiter.Listener(ln, s.cfg.Edge.MaxConns, s.cfg.Edge.MaxConnsPerClient)
 	guard := s.limiter.ResetGuard(float64(s.cfg.Edge.MaxH2Resets), s.cfg.Edge.H2ResetPenalty)
 	ln = guard.Listener(ln, s.tls == nil)
 	fresh := newFreshConns()
