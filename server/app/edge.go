@@ -46,15 +46,18 @@ type Edge struct {
 	// MaxConcurrentStreams bounds the streams one HTTP/2 connection may
 	// have open. Default 250.
 	MaxConcurrentStreams int
-	// MaxH2Resets bounds the RST_STREAM frames one HTTP/2 connection (h2c
-	// or TLS) may send per second, in a bucket of as many: past it the
-	// connection gets GOAWAY (ENHANCE_YOUR_CALM) and its client's IP is
-	// refused new connections for H2ResetPenalty. Default 200; negative:
-	// no bound.
+	// MaxH2Resets bounds the stream resets on one HTTP/2 connection (h2c
+	// or TLS) per second, in a bucket of as many: RST_STREAM frames the
+	// client sends and those the server sends in answer to the client's
+	// frames. Past it the connection gets GOAWAY (ENHANCE_YOUR_CALM); a
+	// client cut again within a minute is refused new connections for
+	// H2ResetPenalty. Default 200; negative: no bound.
 	MaxH2Resets int
-	// H2ResetPenalty is how long a client cut for rapid reset is refused
-	// new connections: the first is held unserved, others are closed on
-	// accept. Default 10s; negative: none.
+	// H2ResetPenalty is how long a client cut for rapid reset twice
+	// within a minute is refused new connections (everyone behind its IP,
+	// or its IPv6 /64): the first is held unserved, others are closed on
+	// accept. A first cut costs only the connection. Default 10s;
+	// negative: none.
 	H2ResetPenalty time.Duration
 }
 
