@@ -61,6 +61,9 @@ type Config struct {
 	// PprofAddr, when set, serves net/http/pprof on a listener of its own
 	// (a bare port or ":port" binds loopback; see pprof.go). Default: off.
 	PprofAddr string
+	// PprofAllowRemote lets PprofAddr be a non-loopback address; without
+	// it such an address is refused.
+	PprofAllowRemote bool
 
 	// Auth is "none" (the default) or "jwt" (docs/security.md). With
 	// "none" the server refuses a non-loopback Addr unless
@@ -137,8 +140,10 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("demo-interval must be positive"))
 	}
 	if c.PprofAddr != "" {
-		if _, err := pprofAddr(c.PprofAddr); err != nil {
+		if addr, err := pprofAddr(c.PprofAddr); err != nil {
 			errs = append(errs, err)
+		} else if !isLoopbackAddr(addr) && !c.PprofAllowRemote {
+			errs = append(errs, fmt.Errorf("--pprof-addr %s is not a loopback address: pprof shows anyone who reaches it the command line (credentials given in flags included) and the heap; bind 127.0.0.1, or pass --pprof-allow-remote to serve it there anyway", addr))
 		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
@@ -343,8 +348,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.metricsLn != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", s.metrics)
-		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
-		wg.Go(func() { _ = msrv.Serve(s.metricsLn) })
+		var mln net.Listener
+		mln, msrv = sideEdge(s.cfg, s.limiter, s.metricsLn, mux, s.cfg.WriteTimeout)
+		wg.Go(func() { _ = msrv.Serve(mln) })
 	}
 
 	var err error
@@ -470,7 +476,7 @@ func Run(ctx context.Context, cfg Config) error {
 		"auth", cfg.Auth)
 	logSecurity(cfg, cfg.Logger)
 	if cfg.PprofAddr != "" {
-		stop, err := servePprof(ctx, cfg.PprofAddr, cfg.Logger)
+		stop, err := servePprof(ctx, cfg, s.limiter)
 		if err != nil {
 			_ = ln.Close()
 			abort()

@@ -55,6 +55,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.AllowUnauthenticated, "allow-unauthenticated", false, "serve a non-loopback --addr with --auth none (logs a warning at start)")
 	fs.BoolVar(&cfg.ParkSSE, "sse-park", cfg.ParkSSE, "let idle SSE streams over HTTP/1.1 wait without a goroutine: less memory per stream; a client that closed its connection is noticed by the stream's writes, within two heartbeats (docs/sse.md)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, on a listener of its own (off when empty; a bare port or :port binds 127.0.0.1)")
+	fs.BoolVar(&cfg.PprofAllowRemote, "pprof-allow-remote", false, "let --pprof-addr be a non-loopback address (refused otherwise): pprof shows anyone who reaches it the command line and the heap")
 	fs.StringVar(&cfg.Store.Kind, "store", app.StoreMemory, "where commits live: memory (one process, new epoch per boot), embedded (in-process NATS JetStream in --data-dir) or jetstream (a NATS cluster at --nats-url)")
 	fs.StringVar(&cfg.Store.DataDir, "data-dir", "", "directory of the embedded store's JetStream files (--store embedded)")
 	fs.Var((*stringList)(&cfg.Store.NATSURLs), "nats-url", "NATS URL for --store jetstream (repeatable or a comma list; nats://user:pass@host:4222 for credentials in the URL)")
@@ -66,12 +67,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", 0, "commit count limit of a stream ringcast creates (0: none)")
 	fs.IntVar(&cfg.Rebuild, "state-rebuild", cfg.Rebuild, "with a durable store, the newest commits read at start to rebuild the ring and the LATEST_PER_KEY table")
 	var allowedHosts, corsOrigins stringList
-	fs.Var(&allowedHosts, "allowed-host", "with --auth none on loopback: a Host name to answer besides loopback names (repeatable); others get 403")
+	fs.Var(&allowedHosts, "allowed-host", "a Host name to answer besides loopback names (repeatable), on --addr with --auth none on loopback and always on --metrics-addr and --pprof-addr (which also answer to IP addresses); others get 403")
 	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call from a browser page on another origin, e.g. https://console.example.org (repeatable; * for any, never with credentials); none by default")
 	reflection := fs.Bool("reflection", true, "serve gRPC server reflection (v1 and v1alpha)")
 	consoleOn := fs.Bool("console", true, "serve the web console at /")
 	metricsOn := fs.Bool("metrics", true, "serve Prometheus /metrics")
-	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics on this address instead of on --addr")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics on this address instead of on --addr (Host checked against loopback names, IP addresses and --allowed-host; a non-loopback address is logged at WARN)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
 	if err := parseFlags(fs, args); err != nil {
