@@ -52,6 +52,17 @@ type Config struct {
 	// TLSCert and TLSKey (PEM files) serve HTTPS with HTTP/2; empty: plaintext.
 	TLSCert string
 	TLSKey  string
+	// ShutdownDelay is how long the server, once told to stop, goes on
+	// serving everything (the listener open, new connections and streams
+	// accepted, /healthz 200) while it reports not ready (/readyz 503,
+	// gRPC health NOT_SERVING), before it drains: time for load balancers
+	// to see it leave and send new clients elsewhere. Default 0: drain at
+	// once.
+	ShutdownDelay time.Duration
+	// EndDelay, when it closes or receives, ends the shutdown delay at
+	// once (serve: a second SIGTERM or interrupt). Nil: the delay runs
+	// its course.
+	EndDelay <-chan struct{}
 	// ShutdownGrace is how long shutdown waits for streams after DRAINING.
 	// Default 5s.
 	ShutdownGrace time.Duration
@@ -146,6 +157,15 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--pprof-addr %s is not a loopback address: pprof shows anyone who reaches it the command line (credentials given in flags included) and the heap; bind 127.0.0.1, or pass --pprof-allow-remote to serve it there anyway", addr))
 		}
 	}
+	if r := c.Edge.PublishRate; math.IsNaN(r) || math.IsInf(r, 0) {
+		errs = append(errs, fmt.Errorf("publish-rate must be a finite number, not %v", r))
+	}
+	if c.ShutdownDelay < 0 {
+		errs = append(errs, errors.New("shutdown-delay must not be negative"))
+	}
+	if c.ShutdownGrace < 0 {
+		errs = append(errs, errors.New("shutdown-grace must not be negative"))
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("tls-cert and tls-key go together"))
 	}
@@ -189,6 +209,9 @@ type Server struct {
 	// closeStore closes a durable store's connection (and embedded
 	// server) once the hub is closed.
 	closeStore func()
+	// storeCheck reports why a durable store takes no commits now (nil:
+	// it does); nil for the memory store. Readiness follows it.
+	storeCheck func(context.Context) error
 	limiter    *limit.Limiter
 	metrics    http.Handler // served on metricsLn (Config.MetricsAddr); nil: none
 	// metricsLn is the /metrics listener, bound by New so a bad address
@@ -237,6 +260,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("store %s: %w", cfg.Store.Kind, err)
 	}
 	hubCfg.Log = log
+	var storeCheck func(context.Context) error
+	if a, ok := log.(availabler); ok {
+		storeCheck = a.Available
+	}
 	h, err := hub.New(hubCfg)
 	if err != nil {
 		closeStore()
@@ -283,12 +310,12 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.DisableConsole {
 		mux.Handle("/", console.Handler())
 	}
-	handler := withCORS(cfg.CORSOrigins, guard.wrap(mux))
+	handler := withCORS(cfg.CORSOrigins, guard.wrap(withTimeoutCheck(mux)))
 	if hostCheckApplies(cfg) {
 		handler = withHostCheck(cfg.AllowedHosts, handler)
 	}
 	handler = withReadDeadline(cfg.Edge.ReadTimeout, streams, handler)
-	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, events: events, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, limiter: limiter}
+	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, events: events, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, storeCheck: storeCheck, limiter: limiter}
 	if metricsHandler != nil {
 		if srv.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			h.Close()
@@ -301,10 +328,11 @@ func New(cfg Config) (*Server, error) {
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
 // gRPC health and /readyz report NOT_SERVING (open health Watch streams
-// are told and end), the demo feed stops, the hub publishes
-// ServerStatus(DRAINING), the listener closes along with connections that
-// have not sent a request, and streams end with OK status. It returns nil
-// after a clean shutdown.
+// are told and end); for Config.ShutdownDelay everything else goes on as
+// before (the listener stays open, /healthz answers 200); then the demo
+// feed stops, the hub publishes ServerStatus(DRAINING), the listener
+// closes along with connections that have not sent a request, and streams
+// end with OK status. It returns nil after a clean shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -336,8 +364,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Go(func() { s.guard.run(stop) })
-	demoCtx, stopDemo := context.WithCancel(ctx)
+	// The demo feed runs until the drain, through the shutdown delay.
+	demoCtx, stopDemo := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDemo()
+	if s.storeCheck != nil {
+		wg.Go(func() { s.watchStore(stop) })
+	}
 	if s.cfg.Demo {
 		feed := demo.New(s.cfg.DemoInterval)
 		wg.Go(func() { feed.Run(demoCtx, s.Hub) })
@@ -362,6 +394,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.health.drain()
+	if ctx.Err() != nil && !served && s.cfg.ShutdownDelay > 0 {
+		// Not ready, yet serving everything: load balancers see /readyz
+		// fail and stop sending new clients before the listener closes.
+		s.cfg.Logger.Info("shutting down: not ready; serving on for the shutdown delay, then draining", "shutdown_delay", s.cfg.ShutdownDelay)
+		delay := time.NewTimer(s.cfg.ShutdownDelay)
+		select {
+		case <-delay.C:
+		case <-s.cfg.EndDelay:
+		case err = <-serveErr:
+			served = true
+		case err = <-s.Hub.Failed():
+		}
+		delay.Stop()
+	}
 	stopDemo()
 	s.Hub.Drain()
 	if !served {
@@ -407,6 +453,42 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// availabler is a Log that can tell whether it takes commits now
+// (natslog.Log).
+type availabler interface {
+	Available(ctx context.Context) error
+}
+
+// storeCheckInterval is how often readiness asks a durable store whether
+// it takes commits.
+const storeCheckInterval = time.Second
+
+// watchStore asks the store whether it takes commits, every
+// storeCheckInterval until stop closes, and makes readiness follow: not
+// ready while the store is unavailable or full, ready again once it
+// recovers. Changes are logged.
+func (s *Server) watchStore(stop <-chan struct{}) {
+	t := time.NewTicker(storeCheckInterval)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := s.storeCheck(ctx)
+		cancel()
+		if s.health.setStore(err) {
+			if err != nil {
+				s.cfg.Logger.Warn("not ready: the store takes no commits", "err", err)
+			} else {
+				s.cfg.Logger.Info("ready: the store takes commits again")
+			}
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // freshConns tracks the connections that have not yet delivered a request

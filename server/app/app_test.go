@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -163,11 +164,13 @@ func TestConfigValidationNamesEveryProblem(t *testing.T) {
 	cfg.Window = -1
 	cfg.WriteTimeout = time.Millisecond
 	cfg.TLSCert = "cert.pem"
+	cfg.Edge.PublishRate = math.NaN()
+	cfg.ShutdownGrace, cfg.ShutdownDelay = -time.Second, -time.Second
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
-	for _, want := range []string{"window", "write-timeout", "tls-cert and tls-key"} {
+	for _, want := range []string{"window", "write-timeout", "tls-cert and tls-key", "publish-rate must be a finite number", "shutdown-grace must not be negative", "shutdown-delay must not be negative"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -28,6 +28,12 @@ type Edge struct {
 	// commits. Defaults 2,000/s and 4,000; a negative rate: no bound.
 	PublishRate  float64
 	PublishBurst int
+	// PublishByteRate and PublishByteBurst are one client's token bucket
+	// of bytes published (the protobuf size of its Publish and
+	// PublishBatch requests). Defaults 1 MiB/s and 4 MiB; a negative rate:
+	// no bound.
+	PublishByteRate  int64
+	PublishByteBurst int64
 	// MaxConns bounds the connections held at once. Default 80% of the
 	// open-file limit; negative: no bound.
 	MaxConns int
@@ -63,8 +69,10 @@ type Edge struct {
 
 func (e Edge) withDefaults() Edge {
 	// The per-client defaults are package limit's.
-	lim := limit.Config{MaxStreams: e.MaxStreamsPerClient, PublishRate: e.PublishRate, PublishBurst: e.PublishBurst}.WithDefaults()
+	lim := limit.Config{MaxStreams: e.MaxStreamsPerClient, PublishRate: e.PublishRate, PublishBurst: e.PublishBurst,
+		PublishByteRate: float64(e.PublishByteRate), PublishByteBurst: e.PublishByteBurst}.WithDefaults()
 	e.MaxStreamsPerClient, e.PublishRate, e.PublishBurst = lim.MaxStreams, lim.PublishRate, lim.PublishBurst
+	e.PublishByteRate, e.PublishByteBurst = int64(lim.PublishByteRate), lim.PublishByteBurst
 	if e.MaxConns == 0 {
 		e.MaxConns = limit.DefaultMaxConns()
 	}
@@ -97,6 +105,9 @@ func (e Edge) validate() []error {
 	if e.PublishRate > 0 && e.PublishBurst < 1 {
 		errs = append(errs, errors.New("publish-burst must be at least 1"))
 	}
+	if e.PublishByteRate > 0 && e.PublishByteBurst < 1 {
+		errs = append(errs, errors.New("publish-byte-burst must be at least 1"))
+	}
 	if e.IdleTimeout < time.Second {
 		errs = append(errs, errors.New("idle-timeout must be at least 1s"))
 	}
@@ -117,11 +128,13 @@ func (e Edge) validate() []error {
 
 func (e Edge) limiter(cfg Config, observe func(string)) *limit.Limiter {
 	return limit.New(limit.Config{
-		MaxStreams:   e.MaxStreamsPerClient,
-		PublishRate:  e.PublishRate,
-		PublishBurst: e.PublishBurst,
-		Observer:     observe,
-		Logger:       cfg.Logger,
+		MaxStreams:       e.MaxStreamsPerClient,
+		PublishRate:      e.PublishRate,
+		PublishBurst:     e.PublishBurst,
+		PublishByteRate:  float64(e.PublishByteRate),
+		PublishByteBurst: e.PublishByteBurst,
+		Observer:         observe,
+		Logger:           cfg.Logger,
 	})
 }
 
@@ -329,7 +342,7 @@ func (c *requestReader) Receive(msg any) error {
 	case c.received == 2 && err == nil:
 		c.fault = "the request holds more than one message; a server stream takes exactly one"
 	case err != nil && !errors.Is(err, io.EOF):
-		c.fault = "the request message could not be read: " + err.Error()
+		c.fault = readFault(err)
 	}
 	// Cleared only once the body was read to its end: a request that
 	// failed keeps its deadline, which then bounds connect's discarding

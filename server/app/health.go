@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"connectrpc.com/connect"
@@ -11,19 +12,27 @@ import (
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 )
 
-// health owns the server's readiness: SERVING until shutdown begins, then
-// NOT_SERVING. It answers gRPC health Check and Watch (on all three
-// protocols) and the HTTP probes:
+// health owns the server's readiness: SERVING while the server takes
+// publishes and subscribes, NOT_SERVING once shutdown begins (for good)
+// and while a durable store is unavailable or full (until it recovers). It
+// answers gRPC health Check and Watch (on all three protocols) and the
+// HTTP probes:
 //
 //   - /healthz (liveness): 200 while the process can answer at all.
-//   - /readyz (readiness): 200 while serving, 503 once draining.
+//   - /readyz (readiness): 200 while ready; 503 while the store is
+//     unavailable or full ("store unavailable: …", "store full: …") and
+//     once draining ("draining").
 //
 // On drain every open Watch stream receives NOT_SERVING and then ends with
 // an OK status, so a health watcher never holds shutdown for the grace
-// period.
+// period. A store outage only changes the status: Watch streams are told
+// NOT_SERVING, then SERVING when the store is back.
 type health struct {
 	*grpchealth.StaticChecker
 	draining atomic.Bool
+
+	mu       sync.Mutex
+	storeErr error // why the store takes no commit now; nil: it does (or there is none)
 }
 
 func newHealth() *health {
@@ -33,9 +42,49 @@ func newHealth() *health {
 // drain reports NOT_SERVING from now on, for the server ("") and for the
 // event service; open Watch streams are told and then end.
 func (h *health) drain() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.draining.Store(true)
-	h.SetStatus("", grpchealth.StatusNotServing)
-	h.SetStatus(ringcastv1connect.EventServiceName, grpchealth.StatusNotServing)
+	h.setStatus(grpchealth.StatusNotServing)
+}
+
+// setStatus sets the status of the server ("") and of the event service.
+func (h *health) setStatus(st grpchealth.Status) {
+	h.SetStatus("", st)
+	h.SetStatus(ringcastv1connect.EventServiceName, st)
+}
+
+// setStore records whether the store takes commits (err nil) or not, and
+// why; the status follows unless the server is draining. It reports
+// whether readiness changed.
+func (h *health) setStore(err error) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	changed := (err == nil) != (h.storeErr == nil)
+	h.storeErr = err
+	if !changed || h.draining.Load() {
+		return changed
+	}
+	if err != nil {
+		h.setStatus(grpchealth.StatusNotServing)
+	} else {
+		h.setStatus(grpchealth.StatusServing)
+	}
+	return true
+}
+
+// notReady is why the server is not ready ("" when it is): draining, or
+// the store's condition.
+func (h *health) notReady() string {
+	if h.draining.Load() {
+		return "draining"
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.storeErr != nil {
+		return h.storeErr.Error()
+	}
+	return ""
 }
 
 // Check answers like the static checker and, inside a Watch stream, notes
@@ -73,9 +122,9 @@ func (h *health) handle(mux *http.ServeMux, opts ...connect.HandlerOption) (watc
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if h.draining.Load() {
+		if why := h.notReady(); why != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("draining\n"))
+			_, _ = w.Write([]byte(why + "\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -119,5 +120,76 @@ func openStore(cfg Config) (hub.Log, func(), error) {
 		cfg.Logger.Warn("the stream's duplicate window differs from --dedupe-window; JetStream's applies across restarts and replicas",
 			"stream", c.Name, "duplicates", c.Duplicates, "dedupe_window", cfg.DedupeWindow)
 	}
-	return l, closeAll, nil
+	return &storeLog{Log: l}, closeAll, nil
+}
+
+// storeLog is a durable store's Log as the hub sees it: the errors of its
+// appends name the store's condition ("store full: …", "store
+// unavailable: …") rather than the NATS client's, and an append refused
+// for want of storage (not by the stream's own limits, which Available
+// sees) keeps readiness off until JetStream's storage use falls (or a
+// later append is stored). Every other method is the Log's.
+type storeLog struct {
+	*natslog.Log
+
+	mu       sync.Mutex
+	full     error  // the last append refused for want of storage; nil once one is stored
+	fullUsed uint64 // the account's storage use seen while full
+	fullSeen bool   // fullUsed is known
+}
+
+func (l *storeLog) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Receipt, error) {
+	r, err := l.Log.Append(ctx, at, c)
+	return r, l.note(err)
+}
+
+func (l *storeLog) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commit) ([]hub.Receipt, error) {
+	rs, err := l.Log.AppendBatch(ctx, at, commits)
+	return rs, l.note(err)
+}
+
+// note describes an append's error by the store's condition and
+// remembers whether the store refused it as full.
+func (l *storeLog) note(err error) error {
+	err = natslog.StoreError(err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err == nil:
+		l.full = nil
+	case errors.Is(err, natslog.ErrStorageExhausted):
+		if l.full == nil {
+			l.fullSeen = false
+		}
+		l.full = err
+	}
+	return err
+}
+
+// Available reports whether the store takes commits: the Log's own check
+// and, after an append refused as full, whether the storage use fell since.
+func (l *storeLog) Available(ctx context.Context) error {
+	if err := l.Log.Available(ctx); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	full := l.full
+	l.mu.Unlock()
+	if full == nil {
+		return nil
+	}
+	used, err := l.StoreUsed(ctx)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.full == nil: // an append was stored meanwhile
+	case !l.fullSeen:
+		l.fullUsed, l.fullSeen = used, true
+	case used < l.fullUsed:
+		l.full = nil
+	}
+	return l.full
 }

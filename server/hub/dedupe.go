@@ -1,25 +1,30 @@
 package hub
 
 import (
-	"math"
+	"fmt"
 	"time"
 )
 
 // dedupe remembers publish receipts by idempotency key for a window of time,
-// holding at most limit keys (the hub refuses new keys while it is full of
-// keys still inside their window, see full).
+// holding at most limit keys, and at most perClient of them for any one
+// client (the hub refuses new keys past either, see room, rather than
+// forget a key still inside its window).
 //
 // It serves the memory store only: with a Log, the Log deduplicates alone
 // (see publishLog), so that every replica answers a key alike.
 //
-// Entries form a FIFO list by first use; expiry and the limit both trim the
-// front. dedupe does no locking: Hub.mu guards it.
+// Entries form a FIFO list by first use, and each client's entries a FIFO
+// list of their own; expiry and the limit both trim the front, which is
+// also the front of its client's list. dedupe does no locking: Hub.mu
+// guards it.
 type dedupe struct {
-	window time.Duration
-	limit  int
-	byKey  map[string]*dedupeEntry
-	front  *dedupeEntry
-	back   *dedupeEntry
+	window    time.Duration
+	limit     int
+	perClient int // <= 0: no share
+	byKey     map[string]*dedupeEntry
+	byClient  map[string]*dedupeClient
+	front     *dedupeEntry
+	back      *dedupeEntry
 }
 
 type dedupeEntry struct {
@@ -27,10 +32,25 @@ type dedupeEntry struct {
 	receipt Receipt
 	expires time.Time
 	next    *dedupeEntry
+	client  *dedupeClient
+	nextOf  *dedupeEntry // the next entry of the same client
 }
 
-func newDedupe(window time.Duration, limit int) *dedupe {
-	return &dedupe{window: window, limit: limit, byKey: make(map[string]*dedupeEntry)}
+// dedupeClient is one client's keys: how many, and its oldest and newest.
+type dedupeClient struct {
+	id          string
+	keys        int
+	front, back *dedupeEntry
+}
+
+// newDedupe returns a table of limit keys remembered for window, perClient
+// of them at most for one client (0: half of limit; negative: no share).
+func newDedupe(window time.Duration, limit, perClient int) *dedupe {
+	if perClient == 0 {
+		perClient = max(1, limit/2)
+	}
+	return &dedupe{window: window, limit: limit, perClient: perClient,
+		byKey: make(map[string]*dedupeEntry), byClient: make(map[string]*dedupeClient)}
 }
 
 // get returns the receipt recorded for key, if it has not expired.
@@ -43,25 +63,51 @@ func (d *dedupe) get(key string, now time.Time) (Receipt, bool) {
 	return e.receipt, true
 }
 
-// room is how many new keys put can take without forgetting a key still
-// inside its window (call get first: it drops the expired ones).
-func (d *dedupe) room() int {
-	if d.limit <= 0 || d.window <= 0 {
-		return math.MaxInt // dedupe off: nothing to forget
+func (d *dedupe) off() bool { return d.limit <= 0 || d.window <= 0 }
+
+// admit reports whether put can take n new keys of client without
+// forgetting a key still inside its window, or else a *DedupeFullError
+// saying when to retry (call get first: it drops the expired ones).
+func (d *dedupe) admit(client string, n int, now time.Time) error {
+	if n == 0 || d.off() {
+		return nil
 	}
-	return d.limit - len(d.byKey)
+	// A client holding no key may publish a batch of more new keys than
+	// its share (within the table's room): refused by its size alone, it
+	// would be refused for ever.
+	if c := d.byClient[client]; d.perClient > 0 && c != nil && c.keys+n > d.perClient {
+		return &DedupeFullError{
+			RetryAfter: c.front.expires.Sub(now),
+			msg: fmt.Sprintf("hub: this client's share of the dedupe table (dedupe-keys-per-client %d) is full of idempotency keys still inside the dedupe window (it holds %d); retry later",
+				d.perClient, c.keys),
+		}
+	}
+	if len(d.byKey)+n > d.limit {
+		after := time.Duration(0)
+		if d.front != nil {
+			after = d.front.expires.Sub(now)
+		}
+		return &DedupeFullError{RetryAfter: after, msg: ErrDedupeFull.Error()}
+	}
+	return nil
 }
 
-// put records a receipt; the key must not be present. At the limit it
-// forgets the oldest key: the hub calls room first and refuses instead.
-func (d *dedupe) put(key string, r Receipt, now time.Time) {
-	if d.limit <= 0 || d.window <= 0 {
+// put records a receipt for client; the key must not be present. At the
+// limit it forgets the oldest key: the hub calls admit first and refuses
+// instead.
+func (d *dedupe) put(client, key string, r Receipt, now time.Time) {
+	if d.off() {
 		return
 	}
 	for len(d.byKey) >= d.limit {
 		d.drop()
 	}
-	e := &dedupeEntry{key: key, receipt: r, expires: now.Add(d.window)}
+	c := d.byClient[client]
+	if c == nil {
+		c = &dedupeClient{id: client}
+		d.byClient[client] = c
+	}
+	e := &dedupeEntry{key: key, receipt: r, expires: now.Add(d.window), client: c}
 	d.byKey[key] = e
 	if d.back != nil {
 		d.back.next = e
@@ -69,6 +115,13 @@ func (d *dedupe) put(key string, r Receipt, now time.Time) {
 		d.front = e
 	}
 	d.back = e
+	if c.back != nil {
+		c.back.nextOf = e
+	} else {
+		c.front = e
+	}
+	c.back = e
+	c.keys++
 }
 
 func (d *dedupe) trim(now time.Time) {
@@ -77,6 +130,7 @@ func (d *dedupe) trim(now time.Time) {
 	}
 }
 
+// drop forgets the oldest key, the oldest of its client's too.
 func (d *dedupe) drop() {
 	e := d.front
 	d.front = e.next
@@ -84,4 +138,26 @@ func (d *dedupe) drop() {
 		d.back = nil
 	}
 	delete(d.byKey, e.key)
+	c := e.client
+	c.front = e.nextOf
+	if c.front == nil {
+		c.back = nil
+	}
+	if c.keys--; c.keys == 0 {
+		delete(d.byClient, c.id)
+	}
 }
+
+// DedupeFullError is a refusal of new idempotency keys (it matches
+// ErrDedupeFull): the dedupe table, or the publishing client's share of
+// it, is full of keys still inside their window. RetryAfter is when the
+// oldest of them expires and frees room.
+type DedupeFullError struct {
+	RetryAfter time.Duration
+	msg        string
+}
+
+func (e *DedupeFullError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrDedupeFull) true.
+func (e *DedupeFullError) Is(target error) bool { return target == ErrDedupeFull }

@@ -70,6 +70,12 @@ type Config struct {
 	DedupeWindow time.Duration
 	// DedupeKeys bounds the remembered idempotency keys. Default 65,536.
 	DedupeKeys int
+	// DedupeKeysPerClient bounds the remembered idempotency keys of one
+	// client (the publishing context's, see ContextWithClient), so that
+	// no client can fill the table and have every other client's new
+	// keys refused. 0: half of DedupeKeys (whatever DedupeKeys is set
+	// to); negative: no share.
+	DedupeKeysPerClient int
 	// Coalesce bounds how long a wake-up of waiting streams may be held
 	// so that commits published meanwhile are delivered in one batch (one
 	// write per subscriber instead of one per commit). A commit that finds
@@ -172,6 +178,9 @@ func (c Config) Validate() error {
 	if c.DedupeKeys < 1 || c.DedupeKeys > 1<<24 {
 		errs = append(errs, errors.New("dedupe-keys must be between 1 and 16777216"))
 	}
+	if c.DedupeKeysPerClient > c.DedupeKeys && c.DedupeKeys >= 1 {
+		errs = append(errs, errors.New("dedupe-keys-per-client must not exceed dedupe-keys (or negative for no per-client share)"))
+	}
 	if c.DedupeWindow < time.Second {
 		errs = append(errs, errors.New("dedupe-window must be at least 1s"))
 	}
@@ -268,7 +277,7 @@ func New(cfg Config) (*Hub, error) {
 		log:    cfg.Log,
 		state:  ringcastv1.ServerState_SERVER_STATE_SERVING,
 		keys:   newStateTable(cfg.StateKeys, cfg.MaxStateBytes),
-		dedupe: newDedupe(cfg.DedupeWindow, cfg.DedupeKeys),
+		dedupe: newDedupe(cfg.DedupeWindow, cfg.DedupeKeys, cfg.DedupeKeysPerClient),
 		wake:   make(chan struct{}),
 		kick:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -403,7 +412,8 @@ func (h *Hub) publishStatusLocked(at time.Time) {
 // facts that could not be delivered to every subscriber (see checkFacts).
 // An idempotencyKey seen within the dedupe window returns the original
 // receipt with Duplicate set and appends nothing; a new one while the
-// dedupe table is full of live keys is refused with ErrDedupeFull. With a
+// dedupe table, or the publishing client's share of it (ContextWithClient),
+// is full of live keys is refused with a *DedupeFullError (ErrDedupeFull). With a
 // Log, the Log deduplicates (its window, across replicas and restarts) and
 // the hub keeps no dedupe table: no ErrDedupeFull, and a draining hub
 // refuses repeats too (ErrDraining) since only the Log knows them.
@@ -425,7 +435,11 @@ func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idem
 	}
 	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)}}
 	var receipts [1]Receipt
-	err := h.publish(commits[:], receipts[:])
+	client := "" // only a new key takes from a client's share
+	if idempotencyKey != "" {
+		client = clientFrom(ctx)
+	}
+	err := h.publish(client, commits[:], receipts[:])
 	return receipts[0], err
 }
 

@@ -27,6 +27,22 @@ func ContextWithTraceparent(ctx context.Context, traceparent string) context.Con
 	return context.WithValue(ctx, traceparentKey{}, traceparent)
 }
 
+type clientKey struct{}
+
+// ContextWithClient returns ctx naming the client that publishes (its
+// token's sub, else its IP: auth.ClientID), whose share of the dedupe
+// table its new idempotency keys take. Without one, a publish counts as
+// the client "".
+func ContextWithClient(ctx context.Context, client string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client)
+}
+
+// clientFrom is the client ContextWithClient put in ctx.
+func clientFrom(ctx context.Context) string {
+	id, _ := ctx.Value(clientKey{}).(string)
+	return id
+}
+
 // traceparentFrom is the traceparent ContextWithTraceparent put in ctx.
 func traceparentFrom(ctx context.Context) string {
 	tp, _ := ctx.Value(traceparentKey{}).(string)
@@ -57,8 +73,9 @@ type BatchLog interface {
 // succeeds even while draining. The hub takes ownership of the facts, as
 // Publish does. Facts are validated at the RPC edge, and refused here as in
 // Publish (ErrInvalidFact, naming the commit) when some face could not carry
-// them; new keys that the dedupe table has no room for refuse the whole
-// batch with ErrDedupeFull.
+// them; new keys that the dedupe table, or the client's share of it
+// (ContextWithClient), has no room for refuse the whole batch with a
+// *DedupeFullError (ErrDedupeFull).
 //
 // With a Log, the Log numbers and deduplicates the commits (see BatchLog),
 // with no dedupe table in the hub (so no ErrDedupeFull), and a draining hub
@@ -75,7 +92,7 @@ func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, er
 		return h.publishBatchLog(ctx, commits)
 	}
 	receipts := make([]Receipt, len(commits))
-	if err := h.publish(commits, receipts); err != nil {
+	if err := h.publish(clientFrom(ctx), commits, receipts); err != nil {
 		return nil, err
 	}
 	return receipts, nil
@@ -88,8 +105,9 @@ func indexFacts(facts []*ringcastv1.Fact) {
 	}
 }
 
-// publish is Publish and PublishBatch: it fills receipts[i] for commits[i].
-func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
+// publish is Publish and PublishBatch by client: it fills receipts[i] for
+// commits[i].
+func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error {
 	for _, c := range commits {
 		indexFacts(c.Facts)
 	}
@@ -136,11 +154,11 @@ func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 		clear(receipts)
 		return ErrDraining
 	}
-	if newKeys > h.dedupe.room() {
+	if err := h.dedupe.admit(client, newKeys, now); err != nil {
 		h.mu.Unlock()
 		clear(receipts)
 		h.dedupeRefused.Add(1)
-		return ErrDedupeFull
+		return err
 	}
 	for i, c := range commits {
 		switch {
@@ -156,7 +174,7 @@ func (h *Hub) publish(commits []Commit, receipts []Receipt) error {
 		h.appendLocked(ev)
 		receipts[i] = Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
 		if c.IdempotencyKey != "" {
-			h.dedupe.put(c.IdempotencyKey, receipts[i], now)
+			h.dedupe.put(client, c.IdempotencyKey, receipts[i], now)
 		}
 	}
 	h.mu.Unlock()

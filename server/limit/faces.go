@@ -8,27 +8,23 @@ import (
 	"sync/atomic"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/auth"
 )
 
-// connectError is a refusal as connect sends it: resource_exhausted (HTTP
-// 429 on Connect unary) with a Retry-After header.
-func connectError(err error) error {
-	ce := connect.NewError(connect.CodeResourceExhausted, err)
-	if e, ok := AsError(err); ok {
-		ce.Meta().Set("Retry-After", e.RetryAfterSeconds())
-	}
-	return ce
-}
+// connectError is a refusal as connect sends it (refuse.go).
+func connectError(err error) error { return Exhausted(err, retryAfter(err)) }
 
 // Interceptor applies the limits to a Connect handler (Connect, gRPC,
 // gRPC-Web): every stream (SubscribeEvents, gRPC health Watch, reflection)
-// takes one of its client's stream slots while it lasts; Publish takes one token of its client's bucket and
-// PublishBatch one per commit. Install it outside validation, so refused
-// requests cost nothing more.
+// takes one of its client's stream slots while it lasts; Publish takes one
+// token of its client's bucket of commits and PublishBatch one per commit,
+// and each takes its request's protobuf size from the client's bucket of
+// bytes. Install it outside validation, so refused requests cost nothing
+// more.
 func (l *Limiter) Interceptor() connect.Interceptor { return interceptor{l} }
 
 type interceptor struct{ l *Limiter }
@@ -44,8 +40,12 @@ func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			n = max(1, len(b.GetCommits()))
 		}
 		if n > 0 {
+			size := 0
+			if m, ok := req.Any().(proto.Message); ok && i.l.CountsPublishBytes() {
+				size = proto.Size(m)
+			}
 			var buf [64]byte // the client's id, on the stack unless longer
-			if err := i.l.AllowPublishBytes(auth.AppendClientID(buf[:0], ctx, req.Peer().Addr), n); err != nil {
+			if err := i.l.AllowPublishBytes(auth.AppendClientID(buf[:0], ctx, req.Peer().Addr), n, size); err != nil {
 				return nil, connectError(err)
 			}
 		}
@@ -75,10 +75,7 @@ func (l *Limiter) SSE(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		release, err := l.OpenStream(auth.ClientID(r.Context(), r.RemoteAddr))
 		if err != nil {
-			if e, ok := AsError(err); ok {
-				w.Header().Set("Retry-After", e.RetryAfterSeconds())
-			}
-			http.Error(w, "resource_exhausted: "+err.Error(), http.StatusTooManyRequests)
+			WriteExhausted(w, err.Error(), retryAfter(err))
 			return
 		}
 		sl := &slot{release: release}

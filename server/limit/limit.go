@@ -1,34 +1,35 @@
 // Package limit bounds what one client may take of a ringcast server: open
-// streams and a publish rate (a token bucket), on every face. A client is
-// auth.ClientID: the token's sub when auth is on, else the remote IP.
+// streams and a publish rate (token buckets of commits and of bytes), on
+// every face. A client is auth.ClientID: the token's sub when auth is on,
+// else the remote IP.
 //
-// Over a limit a request is refused with resource_exhausted — HTTP 429 with
-// Retry-After on the SSE face and on Connect unary calls — logged once per
-// client and limit per minute, and counted (Observer) by limit name.
+// Over a limit a request is refused with resource_exhausted and a
+// Retry-After (refuse.go: HTTP 429 on the SSE face and on Connect unary
+// calls, the Retry-After header or trailer on every protocol), logged once
+// per client and limit per minute, and counted (Observer) by limit name.
 package limit
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"strconv"
 	"sync"
 	"time"
 )
 
 // The limit names, as ringcast_limit_rejections_total{limit} labels them.
 const (
-	Streams = "streams_per_client"
-	Publish = "publish_rate"
-	Conns   = "conns"
+	Streams      = "streams_per_client"
+	Publish      = "publish_rate"
+	PublishBytes = "publish_byte_rate"
+	Conns        = "conns"
 	// ConnsPerClient is the bound on one client's share of the
 	// connections (see Listener).
 	ConnsPerClient = "conns_per_client"
 )
 
 // Names are every limit name, for metrics to pre-register.
-var Names = []string{Streams, Publish, Conns, ConnsPerClient, H2Reset}
+var Names = []string{Streams, Publish, PublishBytes, Conns, ConnsPerClient, H2Reset}
 
 // Config sets the per-client limits. Zero fields take the defaults
 // documented on them; negative ones disable their limit.
@@ -42,6 +43,16 @@ type Config struct {
 	// publisher sends, far below what turns the ring over in a second.
 	PublishRate  float64
 	PublishBurst int
+	// PublishByteRate is the bytes per second one client may publish on
+	// average (the protobuf size of its Publish and PublishBatch
+	// requests), and PublishByteBurst how many it may publish at once.
+	// Defaults 1 MiB/s and 4 MiB (the default largest request): one
+	// client alone takes about a minute to turn the default ring (256 MiB
+	// of events and their cached encodings) over when every face caches
+	// an encoding of each event, about four minutes when none does
+	// (docs/limits.md). Negative rate: no bound.
+	PublishByteRate  float64
+	PublishByteBurst int64
 	// Observer counts rejections by limit name. Default: none.
 	Observer func(limit string)
 	// Logger receives one line per client and limit per minute while it
@@ -60,6 +71,12 @@ func (c Config) WithDefaults() Config {
 	if c.PublishBurst == 0 {
 		c.PublishBurst = 4000
 	}
+	if c.PublishByteRate == 0 {
+		c.PublishByteRate = DefaultPublishByteRate
+	}
+	if c.PublishByteBurst == 0 {
+		c.PublishByteBurst = DefaultPublishByteBurst
+	}
 	if c.Observer == nil {
 		c.Observer = func(string) {}
 	}
@@ -68,6 +85,12 @@ func (c Config) WithDefaults() Config {
 	}
 	return c
 }
+
+// The defaults of PublishByteRate and PublishByteBurst.
+const (
+	DefaultPublishByteRate  = 1 << 20
+	DefaultPublishByteBurst = 4 << 20
+)
 
 // Error is a refusal: which limit, and when trying again makes sense.
 type Error struct {
@@ -80,9 +103,7 @@ func (e *Error) Error() string { return e.msg }
 
 // RetryAfterSeconds is the Retry-After header value: whole seconds, at
 // least 1.
-func (e *Error) RetryAfterSeconds() string {
-	return strconv.Itoa(max(1, int(math.Ceil(e.RetryAfter.Seconds()))))
-}
+func (e *Error) RetryAfterSeconds() string { return RetryAfterValue(e.RetryAfter) }
 
 // AsError returns err's *Error, if it is one.
 func AsError(err error) (*Error, bool) {
@@ -103,8 +124,9 @@ type Limiter struct {
 
 type client struct {
 	streams int
-	tokens  float64
-	refill  time.Time            // when tokens was last brought up to date
+	tokens  float64              // commits
+	bytes   float64              // bytes
+	refill  time.Time            // when tokens and bytes were last brought up to date
 	logged  map[string]time.Time // last log line per limit
 }
 
@@ -121,7 +143,7 @@ func (l *Limiter) get(id string, now time.Time) *client { return getClient(l, id
 func getClient[ID ~string | ~[]byte](l *Limiter, id ID, now time.Time) *client {
 	c := l.byID[string(id)]
 	if c == nil {
-		c = &client{tokens: float64(l.cfg.PublishBurst), refill: now}
+		c = &client{tokens: float64(l.cfg.PublishBurst), bytes: float64(l.cfg.PublishByteBurst), refill: now}
 		l.byID[string(id)] = c
 	}
 	if l.calls++; l.calls >= 4096 {
@@ -134,12 +156,21 @@ func getClient[ID ~string | ~[]byte](l *Limiter, id ID, now time.Time) *client {
 // indistinguishable from new ones. l.mu is held.
 func (l *Limiter) sweep(now time.Time) {
 	l.calls = 0
-	full := time.Duration(float64(l.cfg.PublishBurst) / l.cfg.PublishRate * float64(time.Second))
+	full := max(refillTime(float64(l.cfg.PublishBurst), l.cfg.PublishRate), refillTime(float64(l.cfg.PublishByteBurst), l.cfg.PublishByteRate))
 	for id, c := range l.byID {
 		if c.streams == 0 && now.Sub(c.refill) >= full && now.Sub(lastLog(c)) >= time.Minute {
 			delete(l.byID, id)
 		}
 	}
+}
+
+// refillTime is how long a bucket of burst takes to fill from empty at
+// rate (a negative rate: no bucket, 0).
+func refillTime(burst, rate float64) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	return time.Duration(burst / rate * float64(time.Second))
 }
 
 func lastLog(c *client) (t time.Time) {
@@ -193,37 +224,73 @@ func (l *Limiter) OpenStream(id string) (release func(), err error) {
 	}, nil
 }
 
-// AllowPublish takes n commits from id's bucket, or refuses them all.
-func (l *Limiter) AllowPublish(id string, n int) error { return allowPublish(l, id, n) }
+// AllowPublish takes commits commits and size bytes (the request's
+// protobuf size) from id's buckets, or refuses them all and takes nothing.
+func (l *Limiter) AllowPublish(id string, commits, size int) error {
+	return allowPublish(l, id, commits, size)
+}
 
 // AllowPublishBytes is AllowPublish for an id held in bytes (see
 // auth.AppendClientID): for a client the limiter knows, it allocates
 // nothing.
-func (l *Limiter) AllowPublishBytes(id []byte, n int) error { return allowPublish(l, id, n) }
+func (l *Limiter) AllowPublishBytes(id []byte, commits, size int) error {
+	return allowPublish(l, id, commits, size)
+}
 
-func allowPublish[ID ~string | ~[]byte](l *Limiter, id ID, n int) error {
-	if l.cfg.PublishRate < 0 {
+// CountsPublishBytes reports whether AllowPublish looks at its size
+// argument, so that a caller need not compute it otherwise.
+func (l *Limiter) CountsPublishBytes() bool { return l.cfg.PublishByteRate >= 0 }
+
+func allowPublish[ID ~string | ~[]byte](l *Limiter, id ID, commits, size int) error {
+	byCount, byBytes := l.cfg.PublishRate >= 0, l.cfg.PublishByteRate >= 0
+	if !byCount && !byBytes {
 		return nil
 	}
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := getClient(l, id, now)
-	burst := float64(l.cfg.PublishBurst)
-	c.tokens = min(burst, c.tokens+now.Sub(c.refill).Seconds()*l.cfg.PublishRate)
+	elapsed := now.Sub(c.refill).Seconds()
 	c.refill = now
-	// A batch larger than the bucket passes once the bucket is full and
-	// leaves it in debt, so the client's next commits wait it off; asking
-	// for more than the bucket can hold would be refused for ever.
-	if need := min(float64(n), burst); need > c.tokens {
-		wait := time.Duration((need - c.tokens) / l.cfg.PublishRate * float64(time.Second))
-		return l.refuse(string(id), c, now, &Error{
-			Limit:      Publish,
-			RetryAfter: wait,
-			msg:        fmt.Sprintf("publish rate over %g commits/s (burst %d) for this client (publish-rate); retry after %v", l.cfg.PublishRate, l.cfg.PublishBurst, wait.Round(time.Millisecond)),
-		})
+	// A request larger than a bucket passes once the bucket is full and
+	// leaves it in debt, so the client's next requests wait it off;
+	// asking for more than the bucket can hold would be refused for ever.
+	var e *Error
+	if byCount {
+		burst := float64(l.cfg.PublishBurst)
+		c.tokens = min(burst, c.tokens+elapsed*l.cfg.PublishRate)
+		if need := min(float64(commits), burst); need > c.tokens {
+			wait := time.Duration((need - c.tokens) / l.cfg.PublishRate * float64(time.Second))
+			e = &Error{
+				Limit:      Publish,
+				RetryAfter: wait,
+				msg:        fmt.Sprintf("publish rate over %g commits/s (burst %d) for this client (publish-rate); retry after %v", l.cfg.PublishRate, l.cfg.PublishBurst, wait.Round(time.Millisecond)),
+			}
+		}
 	}
-	c.tokens -= float64(n)
+	if byBytes {
+		burst := float64(l.cfg.PublishByteBurst)
+		c.bytes = min(burst, c.bytes+elapsed*l.cfg.PublishByteRate)
+		if need := min(float64(size), burst); need > c.bytes {
+			wait := time.Duration((need - c.bytes) / l.cfg.PublishByteRate * float64(time.Second))
+			if e == nil || wait > e.RetryAfter {
+				e = &Error{
+					Limit:      PublishBytes,
+					RetryAfter: wait,
+					msg:        fmt.Sprintf("publish rate over %g bytes/s (burst %d bytes) for this client (publish-byte-rate); retry after %v", l.cfg.PublishByteRate, l.cfg.PublishByteBurst, wait.Round(time.Millisecond)),
+				}
+			}
+		}
+	}
+	if e != nil {
+		return l.refuse(string(id), c, now, e)
+	}
+	if byCount {
+		c.tokens -= float64(commits)
+	}
+	if byBytes {
+		c.bytes -= float64(size)
+	}
 	return nil
 }
 

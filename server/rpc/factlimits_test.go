@@ -136,13 +136,15 @@ func TestOversizedFactIsRefused(t *testing.T) {
 // TestDedupeTableFullOfLiveKeysRefusesNewKeys: with every remembered key
 // still inside its window, a new key is refused with resource_exhausted
 // (nothing appended) instead of being appended without dedupe; a retry of
-// a remembered key still gets its receipt. On a durable store the stream's
+// a remembered key still gets its receipt, and the refusal carries a
+// Retry-After on every protocol. On a durable store the stream's
 // duplicate window deduplicates, not the hub's table: the new key is
 // appended, and its retry is a duplicate (docs/scaling.md).
 func TestDedupeTableFullOfLiveKeysRefusesNewKeys(t *testing.T) {
 	ringtest.ForEachStore(t, func(t *testing.T, store ringtest.Store) {
 		cfg := ringtest.Config()
 		cfg.DedupeKeys = 4
+		cfg.DedupeKeysPerClient = -1 // one client may fill it (TestOneClientCannotFillTheDedupeTable)
 		srv := store.Start(t, cfg)
 		forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
 			c := ringcast.NewClient(srv.URL, ringcast.WithProtocol(p), ringcast.WithHTTPClient(srv.HTTPClient(p)))
@@ -169,6 +171,7 @@ func TestDedupeTableFullOfLiveKeysRefusesNewKeys(t *testing.T) {
 				if connect.CodeOf(err) != connect.CodeResourceExhausted {
 					t.Fatalf("new key with a full table: %v, want resource_exhausted", err)
 				}
+				checkRetryAfter(t, err, 600)
 				if _, head := srv.Hub().Bounds(); head != before {
 					t.Fatalf("refused publish appended: head %d -> %d", before, head)
 				}

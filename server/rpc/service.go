@@ -20,6 +20,7 @@ import (
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/auth"
 	"github.com/ringcast/ringcast/server/hub"
+	"github.com/ringcast/ringcast/server/limit"
 )
 
 // Service implements ringcastv1connect.EventServiceHandler over a hub.
@@ -84,6 +85,10 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 	if tp := traceparent(ctx, req.Header()); tp != "" {
 		tctx = hub.ContextWithTraceparent(ctx, tp)
 	}
+	if req.Msg.GetIdempotencyKey() != "" {
+		// Its new key takes from its client's share of the dedupe table.
+		tctx = hub.ContextWithClient(tctx, auth.ClientID(ctx, req.Peer().Addr))
+	}
 	r, err := s.hub.PublishContext(tctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
 	if err != nil {
 		return nil, publishError(err)
@@ -104,6 +109,12 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 		}
 		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey(), Traceparent: tp}
 	}
+	for _, c := range commits {
+		if c.IdempotencyKey != "" {
+			ctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
+			break
+		}
+	}
 	rs, err := s.hub.PublishBatch(ctx, commits)
 	if err != nil {
 		return nil, publishError(err)
@@ -120,11 +131,12 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 // that names no package of the server's.
 func publishError(err error) error {
 	code := connect.CodeInternal
+	var full *hub.DedupeFullError
 	switch {
 	case errors.Is(err, hub.ErrInvalidFact):
 		code = connect.CodeInvalidArgument
-	case errors.Is(err, hub.ErrDedupeFull):
-		code = connect.CodeResourceExhausted
+	case errors.As(err, &full):
+		return limit.Exhausted(errors.New(strings.TrimPrefix(err.Error(), "hub: ")), full.RetryAfter)
 	case errors.Is(err, hub.ErrDraining), errors.Is(err, hub.ErrUnavailable):
 		code = connect.CodeUnavailable
 	case errors.Is(err, hub.ErrBatchUnsupported):

@@ -7,18 +7,29 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ringcast/ringcast/server/app"
 	"github.com/ringcast/ringcast/server/natslog"
 )
 
-func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg := app.Defaults()
-	cfg.Version = versionString()
+// serveOpts are serve's flags that are not fields of app.Config.
+type serveOpts struct {
+	allowedHosts, corsOrigins    stringList
+	reflection, console, metrics *bool
+	logLevel, logFormat          *string
+}
+
+// newServeFlags defines serve's flags on cfg (its values the defaults),
+// with the bounds of each numeric one in its help (serveBounds).
+func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts) {
 	fs := newFlagSet("serve", "serve [flags]", stderr)
+	o := &serveOpts{}
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (HTTP/1.1 and h2c, or TLS with --tls-cert)")
 	fs.IntVar(&cfg.Window, "window", cfg.Window, "events retained in the ring (W): how far back a cursor can resume")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat (or pending Progress) interval on idle streams")
@@ -27,7 +38,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "cut a stream whose write is blocked this long (a subscriber that stopped reading)")
 	fs.IntVar(&cfg.StateKeys, "state-keys", cfg.StateKeys, "keys kept for LATEST_PER_KEY snapshots; past it the least recently updated key is dropped")
 	fs.DurationVar(&cfg.DedupeWindow, "dedupe-window", cfg.DedupeWindow, "how long a publish idempotency key is remembered")
-	fs.IntVar(&cfg.DedupeKeys, "dedupe-keys", cfg.DedupeKeys, "most idempotency keys remembered (oldest forgotten first; memory store only: a durable store's duplicate window has no key bound)")
+	fs.IntVar(&cfg.DedupeKeys, "dedupe-keys", cfg.DedupeKeys, "most idempotency keys remembered; a new key past it is refused (resource_exhausted, Retry-After) until the oldest expire, none is forgotten early (memory store only: a durable store's duplicate window has no key bound)")
+	fs.IntVar(&cfg.DedupeKeysPerClient, "dedupe-keys-per-client", cfg.DedupeKeysPerClient, "most idempotency keys remembered for one client (token sub, else remote IP); past it its new keys get resource_exhausted until its oldest expire (memory store only; 0: half of --dedupe-keys; negative: no per-client share)")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request message accepted, in bytes")
 	fs.IntVar(&cfg.MaxFactBytes, "max-fact-bytes", cfg.MaxFactBytes, "largest fact accepted (its protobuf encoding), in bytes; larger ones are refused with invalid_argument")
 	fs.IntVar(&cfg.MaxDataDepth, "max-data-depth", cfg.MaxDataDepth, "deepest nesting of objects and arrays accepted in a fact's data (the data object is level 1)")
@@ -36,6 +48,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.Edge.MaxStreamsPerClient, "max-streams-per-client", cfg.Edge.MaxStreamsPerClient, "streams one client (token sub, else remote IP) may hold open; more: resource_exhausted (negative: no bound)")
 	fs.Float64Var(&cfg.Edge.PublishRate, "publish-rate", cfg.Edge.PublishRate, "commits per second one client may publish on average (token bucket; negative: no bound)")
 	fs.IntVar(&cfg.Edge.PublishBurst, "publish-burst", cfg.Edge.PublishBurst, "commits one client may publish at once (the bucket's size)")
+	fs.Int64Var(&cfg.Edge.PublishByteRate, "publish-byte-rate", cfg.Edge.PublishByteRate, "bytes per second one client may publish on average (its Publish and PublishBatch requests' protobuf size; token bucket; negative: no bound)")
+	fs.Int64Var(&cfg.Edge.PublishByteBurst, "publish-byte-burst", cfg.Edge.PublishByteBurst, "bytes one client may publish at once (the byte bucket's size)")
 	fs.IntVar(&cfg.Edge.MaxConns, "max-conns", cfg.Edge.MaxConns, "connections held at once; more are closed on accept (default: 80% of the open-file limit; negative: no bound)")
 	fs.IntVar(&cfg.Edge.MaxConnsPerClient, "max-conns-per-client", 0, "connections one client (remote IP; IPv6: its /64) may hold at once; more are closed on accept (default: a quarter of --max-conns; negative: no bound)")
 	fs.DurationVar(&cfg.Edge.IdleTimeout, "idle-timeout", cfg.Edge.IdleTimeout, "close a connection with no request in flight (HTTP/1.1 keep-alive, HTTP/2 with no stream) after this long")
@@ -47,6 +61,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.DemoInterval, "demo-interval", cfg.DemoInterval, "time between demo rounds (one commit each)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with HTTP/2")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "on SIGTERM or interrupt, how long to go on serving everything (the listener open, /healthz 200) while /readyz answers 503 and gRPC health NOT_SERVING, before draining: time for load balancers to send new clients elsewhere; a second signal drains at once (0: drain at once, the listener closes with the signal)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for streams to end after DRAINING")
 	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "who may publish and subscribe: none, or jwt (a bearer token verified with --jwt-key-file; docs/security.md)")
 	fs.StringVar(&cfg.JWTKeyFile, "jwt-key-file", "", "key that verifies tokens: an HMAC secret, a PEM public key or a JWKS (detected)")
@@ -66,30 +81,40 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", 0, "age limit of a stream ringcast creates (0: none)")
 	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", 0, "commit count limit of a stream ringcast creates (0: none)")
 	fs.IntVar(&cfg.Rebuild, "state-rebuild", cfg.Rebuild, "with a durable store, the newest commits read at start to rebuild the ring and the LATEST_PER_KEY table")
-	var allowedHosts, corsOrigins stringList
-	fs.Var(&allowedHosts, "allowed-host", "a Host name to answer besides loopback names (repeatable), on --addr with --auth none on loopback and always on --metrics-addr and --pprof-addr (which also answer to IP addresses); others get 403")
-	fs.Var(&corsOrigins, "cors-origin", "origin allowed to call from a browser page on another origin, e.g. https://console.example.org (repeatable; * for any, never with credentials); none by default")
-	reflection := fs.Bool("reflection", true, "serve gRPC server reflection (v1 and v1alpha)")
-	consoleOn := fs.Bool("console", true, "serve the web console at /")
-	metricsOn := fs.Bool("metrics", true, "serve Prometheus /metrics")
+	fs.Var(&o.allowedHosts, "allowed-host", "a Host name to answer besides loopback names (repeatable), on --addr with --auth none on loopback and always on --metrics-addr and --pprof-addr (which also answer to IP addresses); others get 403")
+	fs.Var(&o.corsOrigins, "cors-origin", "origin allowed to call from a browser page on another origin, e.g. https://console.example.org (repeatable; * for any, never with credentials); none by default")
+	o.reflection = fs.Bool("reflection", true, "serve gRPC server reflection (v1 and v1alpha)")
+	o.console = fs.Bool("console", true, "serve the web console at /")
+	o.metrics = fs.Bool("metrics", true, "serve Prometheus /metrics")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics on this address instead of on --addr (Host checked against loopback names, IP addresses and --allowed-host; a non-loopback address is logged at WARN)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	logFormat := fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
+	o.logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
+	o.logFormat = fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
+	describeBounds(fs, serveBounds)
+	return fs, o
+}
+
+func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg := app.Defaults()
+	cfg.Version = versionString()
+	fs, o := newServeFlags(&cfg, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if zero := zeroCounts(fs); zero != nil {
-		// A zero field means "the default" to app.Config; a zero typed by
-		// the user is a mistake, reported with the rest of the config's.
-		return errors.Join(zero, cfg.Validate())
+	if err := checkBounds(fs, serveBounds); err != nil {
+		// Reported with the rest of the config's errors, but each flag
+		// once: the config's own about a flag out of bounds are dropped.
+		return errors.Join(err, withoutFlags(cfg.Validate(), err))
 	}
-	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, *o.logFormat, *o.logLevel)
 	if err != nil {
 		return err
 	}
 	cfg.Logger = logger
-	cfg.AllowedHosts, cfg.CORSOrigins = allowedHosts, corsOrigins
-	cfg.DisableReflection, cfg.DisableConsole, cfg.DisableMetrics = !*reflection, !*consoleOn, !*metricsOn
+	cfg.AllowedHosts, cfg.CORSOrigins = o.allowedHosts, o.corsOrigins
+	cfg.DisableReflection, cfg.DisableConsole, cfg.DisableMetrics = !*o.reflection, !*o.console, !*o.metrics
 	tp, err := app.TracerProviderFromEnv(ctx, cfg.Version)
 	if err != nil {
 		return err
@@ -105,7 +130,33 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}()
 		logger.Info("tracing on: OTLP over HTTP")
 	}
+	endDelay, stop := secondSignal(ctx)
+	defer stop()
+	cfg.EndDelay = endDelay
 	return app.Run(ctx, cfg)
+}
+
+// secondSignal returns a channel closed by a SIGTERM or interrupt received
+// after ctx ends (the first one), which ends the shutdown delay at once,
+// and the function that stops listening for it.
+func secondSignal(ctx context.Context) (<-chan struct{}, func()) {
+	end, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		select {
+		case <-sig:
+			close(end)
+		case <-done:
+		}
+	}()
+	return end, func() { close(done) }
 }
 
 // newLogger is the server's slog logger: text or JSON lines on w.
@@ -125,27 +176,37 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 }
 
-// countFlags are serve's counts and byte sizes: given as 0 they would mean
-// the default (or, for some, nothing at all), never what a user means.
-var countFlags = []string{
-	"window", "state-keys", "dedupe-keys", "max-request-bytes", "max-fact-bytes",
-	"max-data-depth", "max-ring-bytes", "max-state-bytes", "max-streams-per-client",
-	"publish-rate", "publish-burst", "max-conns", "max-h2-streams", "max-h2-resets", "state-rebuild",
+// withoutFlags is the errors of err (errors.Join trees flattened) except
+// those about a flag that reported names: each begins with the flag's name.
+func withoutFlags(err, reported error) error {
+	if err == nil {
+		return nil
+	}
+	var named []string
+	for _, r := range leaves(reported) {
+		named = append(named, strings.SplitN(r.Error(), " ", 2)[0]+" ")
+	}
+	var keep []error
+	for _, e := range leaves(err) {
+		if !slices.ContainsFunc(named, func(n string) bool { return strings.HasPrefix(e.Error(), n) }) {
+			keep = append(keep, e)
+		}
+	}
+	return errors.Join(keep...)
 }
 
-// zeroCounts reports every count flag set to 0 (on the command line or by
-// its RINGCAST_* variable), one error each.
-func zeroCounts(fs *flag.FlagSet) error {
-	var errs []error
-	fs.Visit(func(f *flag.Flag) {
-		if !slices.Contains(countFlags, f.Name) || f.Value.String() != "0" {
-			return
-		}
-		if strings.Contains(f.Usage, "negative: no bound") {
-			errs = append(errs, fmt.Errorf("%s must not be 0: give a positive bound, or a negative value for none", f.Name))
-		} else {
-			errs = append(errs, fmt.Errorf("%s must be positive, not 0", f.Name))
-		}
-	})
-	return errors.Join(errs...)
+// leaves flattens errors.Join trees into their errors.
+func leaves(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, leaves(e)...)
+	}
+	return out
 }

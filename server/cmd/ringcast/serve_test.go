@@ -190,13 +190,13 @@ func TestNonsensicalConfigIsRefusedWithOneErrorPerValue(t *testing.T) {
 		t.Fatal("serve accepted the configuration")
 	}
 	for _, want := range []string{
-		"dedupe-keys must be", "heartbeat must be at least 100ms", "coalesce must not exceed the heartbeat",
+		"dedupe-keys must be", "heartbeat must be between 100ms", "coalesce must not exceed the heartbeat",
 		"max-fact-bytes must be", "max-data-depth must be", "publish-burst must be",
-		"idle-timeout must be", "max-conns must be", "state-keys must be positive, not 0",
-		"window must be positive, not 0",
+		"idle-timeout must be", "max-conns must be", "state-keys must be between 1 and 16777216, not 0",
+		"window must be between 1 and 16777216, not 0",
 	} {
-		if !strings.Contains(errOut.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		if n := strings.Count(errOut.String(), want); n != 1 {
+			t.Errorf("stderr has %q %d times, want once:\n%s", want, n, errOut.String())
 		}
 	}
 }

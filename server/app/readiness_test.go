@@ -1,0 +1,247 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ringcast/ringcast/clients/go/ringcast"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/app"
+	"github.com/ringcast/ringcast/server/natslog"
+	"github.com/ringcast/ringcast/server/ringtest"
+)
+
+// natsServer starts a nats-server with JetStream on a loopback port; edit
+// changes its options (nil: none). Its port stays the same across restarts.
+func natsServer(t *testing.T, dir string, port int, edit func(*server.Options)) *server.Server {
+	t.Helper()
+	opts := &server.Options{ServerName: "solo", Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
+	if edit != nil {
+		edit(opts)
+	}
+	ns, err := natslog.StartServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns
+}
+
+// serveOnNATS serves ringcast with the JetStream store on ns.
+func serveOnNATS(t *testing.T, ns *server.Server) (addr string, nc *nats.Conn) {
+	t.Helper()
+	nc, err := natslog.Connect([]string{ns.ClientURL()}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	cfg := ringtest.Config()
+	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
+	_, addr, cancel, done := serveLoopback(t, cfg)
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Error("Serve did not return")
+		}
+	})
+	return addr, nc
+}
+
+// wantReadiness waits until /readyz answers code with a body starting with
+// prefix, then checks gRPC health over every protocol.
+func wantReadiness(t *testing.T, addr string, code int, prefix string, st grpchealth.Status) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		c, body, err := probe(t, addr, "/readyz")
+		if err == nil && c == code && strings.HasPrefix(body, prefix) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d %q %v; want %d %q…", c, body, err, code, prefix)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, p := range ringtest.Protocols {
+		for _, svc := range []string{"", ringcastv1connect.EventServiceName} {
+			if got := healthStatus(t, addr, p, svc); got != st {
+				t.Errorf("health %q over %s: %v, want %v", svc, p, got, st)
+			}
+		}
+	}
+}
+
+// publishOne publishes one commit over p and returns its error.
+func publishOne(t *testing.T, addr string, p ringcast.Protocol, i int) error {
+	t.Helper()
+	hc := ringcast.NewHTTPClient(p)
+	defer hc.CloseIdleConnections()
+	c := ringcast.NewClient("http://"+addr, ringcast.WithHTTPClient(hc), ringcast.WithProtocol(p))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := c.Publish(ctx, []*ringcastv1.Fact{{Topic: "t", Type: "readiness.test", Key: fmt.Sprint(i)}}, "")
+	return err
+}
+
+// wantStoreError checks that a publish's error is unavailable and names
+// the store's condition, not the NATS client.
+func wantStoreError(t *testing.T, err error, cond string) {
+	t.Helper()
+	if connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(err.Error(), cond) || strings.Contains(err.Error(), "nats:") {
+		t.Errorf("publish: %v; want unavailable naming %q and not the NATS client", err, cond)
+	}
+}
+
+// TestReadinessFollowsTheStore: readiness (/readyz and gRPC health on all
+// three protocols) is off while the JetStream store is unavailable or full
+// and on again when it recovers; a publish refused meanwhile names the
+// condition.
+func TestReadinessFollowsTheStore(t *testing.T) {
+	t.Run("nats-server stopped and restarted", func(t *testing.T) {
+		dir := t.TempDir()
+		ns := natsServer(t, dir, -1, nil)
+		port := ns.Addr().(*net.TCPAddr).Port
+		addr, _ := serveOnNATS(t, ns)
+		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+		if err := publishOne(t, addr, ringcast.ProtocolConnect, 0); err != nil {
+			t.Fatal(err)
+		}
+		// Health watchers are told of the outage and of its end, and stay.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		watches := map[ringcast.Protocol]<-chan grpchealth.WatchEvent{}
+		for _, p := range ringtest.Protocols {
+			var opts []connect.ClientOption
+			switch p {
+			case ringcast.ProtocolGRPC:
+				opts = append(opts, connect.WithGRPC())
+			case ringcast.ProtocolGRPCWeb:
+				opts = append(opts, connect.WithGRPCWeb())
+			}
+			hc := ringcast.NewHTTPClient(p)
+			defer hc.CloseIdleConnections()
+			watches[p] = grpchealth.NewClient(hc, "http://"+addr, opts...).Watch(ctx, &grpchealth.CheckRequest{})
+		}
+		nextStatus := func(p ringcast.Protocol, want grpchealth.Status) {
+			t.Helper()
+			ev := ringtest.Wait(t, watches[p], 60*time.Second, "a health status over "+string(p))
+			if ev.Err != nil || ev.Response == nil || ev.Response.Status != want {
+				t.Fatalf("health Watch over %s: %+v, want %v", p, ev, want)
+			}
+		}
+		for _, p := range ringtest.Protocols {
+			nextStatus(p, grpchealth.StatusServing)
+		}
+
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		wantReadiness(t, addr, http.StatusServiceUnavailable, "store unavailable: ", grpchealth.StatusNotServing)
+		for _, p := range ringtest.Protocols {
+			nextStatus(p, grpchealth.StatusNotServing)
+			wantStoreError(t, publishOne(t, addr, p, 1), "store unavailable: ")
+		}
+
+		natsServer(t, dir, port, nil)
+		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+		for _, p := range ringtest.Protocols {
+			nextStatus(p, grpchealth.StatusServing)
+		}
+		cancel()
+		for _, p := range ringtest.Protocols {
+			for range watches[p] {
+			}
+		}
+	})
+
+	t.Run("stream full with discard new", func(t *testing.T) {
+		ns := natsServer(t, t.TempDir(), -1, nil)
+		nc, err := nats.Connect(ns.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cfg := jetstream.StreamConfig{Name: natslog.DefaultStream, Subjects: []string{natslog.Subject(natslog.DefaultStream)},
+			Storage: jetstream.FileStorage, Discard: jetstream.DiscardNew, MaxBytes: 4096, Duplicates: 10 * time.Minute}
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		addr, _ := serveOnNATS(t, ns)
+		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+		var refused error
+		for i := 0; refused == nil; i++ {
+			if i > 1000 {
+				t.Fatal("4096 bytes took 1000 commits")
+			}
+			refused = publishOne(t, addr, ringcast.ProtocolConnect, i)
+		}
+		wantStoreError(t, refused, "store full: ")
+		wantReadiness(t, addr, http.StatusServiceUnavailable, "store full: ", grpchealth.StatusNotServing)
+
+		cfg.MaxBytes = 1 << 20
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+		for _, p := range ringtest.Protocols {
+			if err := publishOne(t, addr, p, 2000); err != nil {
+				t.Errorf("publish over %s after the stream grew: %v", p, err)
+			}
+		}
+	})
+
+	t.Run("JetStream storage exhausted", func(t *testing.T) {
+		ns := natsServer(t, t.TempDir(), -1, func(o *server.Options) { o.JetStreamMaxStore = 64 << 10 })
+		addr, nc := serveOnNATS(t, ns)
+		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+		var refused error
+		for i := 0; refused == nil; i++ {
+			if i > 10000 {
+				t.Fatal("64 KiB took 10000 commits")
+			}
+			refused = publishOne(t, addr, ringcast.ProtocolConnect, i)
+		}
+		wantStoreError(t, refused, "store full: ")
+		wantReadiness(t, addr, http.StatusServiceUnavailable, "store full: ", grpchealth.StatusNotServing)
+		for _, p := range ringtest.Protocols {
+			wantStoreError(t, publishOne(t, addr, p, -1), "store full: ")
+		}
+
+		js, _ := jetstream.New(nc)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		st, err := js.Stream(ctx, natslog.DefaultStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Make room: drop the older half of the commits.
+		if err := st.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq/2)); err != nil {
+			t.Fatal(err)
+		}
+		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+		for _, p := range ringtest.Protocols {
+			if err := publishOne(t, addr, p, -2); err != nil {
+				t.Errorf("publish over %s after room was made: %v", p, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,77 @@
+package rpc_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/ringcast/ringcast/clients/go/ringcast"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/ringtest"
+)
+
+// TestOneClientCannotFillTheDedupeTable: one client holds at most its
+// share of the dedupe table (half of --dedupe-keys by default); past it
+// its new keys are refused with resource_exhausted and a Retry-After, on
+// Publish and PublishBatch and every protocol, while another client's new
+// keys are still taken and the first client's retries of its remembered
+// keys still get their receipts.
+func TestOneClientCannotFillTheDedupeTable(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+		cfg := ringtest.Config()
+		cfg.DedupeKeys = 8 // a share of 4
+		srv := ringtest.Start(t, cfg)
+		ctx := context.Background()
+		greedy, greedyHTTP := clientFrom(t, srv, p, "127.0.0.1")
+		other, _ := clientFrom(t, srv, p, "127.0.0.2")
+		pub := func(c ringcastv1connect.EventServiceClient, key string) (*ringcastv1.PublishResponse, error) {
+			res, err := c.Publish(ctx, connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}, IdempotencyKey: key}))
+			if err != nil {
+				return nil, err
+			}
+			return res.Msg, nil
+		}
+		for i := range 4 {
+			if _, err := pub(greedy, fmt.Sprint("g", i)); err != nil {
+				t.Fatalf("key %d of a share of 4: %v", i, err)
+			}
+		}
+		_, before := srv.Hub().Bounds()
+		_, err := pub(greedy, "g4")
+		checkRetryAfter(t, err, 600)
+		if !strings.Contains(err.Error(), "dedupe-keys-per-client") {
+			t.Fatalf("refusal %q does not name dedupe-keys-per-client", err)
+		}
+		_, err = greedy.PublishBatch(ctx, connect.NewRequest(&ringcastv1.PublishBatchRequest{Commits: []*ringcastv1.PublishRequest{
+			{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}},
+			{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}, IdempotencyKey: "g5"},
+		}}))
+		checkRetryAfter(t, err, 600)
+		if p == ringcast.ProtocolConnect {
+			status, after, body := postConnect(t, greedyHTTP, srv.URL, ringcastv1connect.EventServicePublishProcedure,
+				`{"facts":[{"topic":"a/b","type":"t","data":{}}],"idempotencyKey":"g6"}`)
+			if status != http.StatusTooManyRequests || after == "" || !strings.Contains(body, "resource_exhausted") {
+				t.Fatalf("Connect unary past the share: %d Retry-After %q %s, want 429 with Retry-After", status, after, body)
+			}
+		}
+		if _, head := srv.Hub().Bounds(); head != before {
+			t.Fatalf("refused publishes appended: head %d -> %d", before, head)
+		}
+		if r, err := pub(greedy, "g0"); err != nil || !r.GetDuplicate() {
+			t.Fatalf("retry of a remembered key past the share: %v %v, want its receipt", r, err)
+		}
+		if r, err := pub(greedy, ""); err != nil || r.GetDuplicate() {
+			t.Fatalf("a publish without a key past the share: %v %v, want appended", r, err)
+		}
+		for i := range 4 {
+			if _, err := pub(other, fmt.Sprint("o", i)); err != nil {
+				t.Fatalf("another client's key %d: %v", i, err)
+			}
+		}
+	})
+}
