@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -26,9 +27,12 @@ type Event struct {
 	resp *ringcastv1.SubscribeEventsResponse
 	// encoded caches resp in each Encoding, filled on first use.
 	encoded [numEncodings]atomic.Pointer[[]byte]
-	// size is resp's protobuf size, what the event costs the ring's byte
-	// budget before any encoding is cached.
+	// size is resp's protobuf size, what its encodings are sized from.
 	size int64
+	// cost is what the event holds on the heap (its response and facts,
+	// see factCost): what it costs the ring's byte budget before any
+	// encoding is cached.
+	cost int64
 	// budget is the ring's byte count, set when the ring takes the event;
 	// cached encodings are added to it while the event is in the ring,
 	// and cap is the ring's bound.
@@ -144,15 +148,15 @@ func (e *Event) release(n int64) {
 // on it from now on (a stream still sending it encodes it per send).
 func (e *Event) evict() {
 	c := e.cached.Swap(evictedMark)
-	e.budget.Add(-(e.size + c))
+	e.budget.Add(-(e.cost + c))
 	for i := range e.encoded {
 		e.encoded[i].Store(nil)
 	}
 }
 
 // Size is what the event costs the ring's byte budget, without cached
-// encodings: its response's protobuf size.
-func (e *Event) Size() int64 { return e.size }
+// encodings: what its response and facts hold on the heap.
+func (e *Event) Size() int64 { return e.cost }
 
 // Response is the shared, read-only response for this event.
 func (e *Event) Response() *ringcastv1.SubscribeEventsResponse { return e.resp }
@@ -174,8 +178,9 @@ type commitEvent struct {
 	time   timestamppb.Timestamp
 }
 
-// newCommitEvent is a commit's event. Its size is its response's protobuf
-// size, in two parts: the response without its facts, sized by protobuf
+// newCommitEvent is a commit's event. Its cost is the heap its block and
+// facts hold (factCost). Its size is its response's protobuf size, in two
+// parts: the response without its facts, sized by protobuf
 // before they are added, and each fact, sized by factSize. The commit's
 // length is written before it, so the varint of that length is counted
 // again with the facts in it. (The sizes protobuf caches in the response
@@ -193,11 +198,14 @@ func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, t
 	bare := proto.Size(&b.resp)
 	commit := proto.MarshalOptions{UseCachedSize: true}.Size(&b.commit)
 	withFacts := commit
+	cost := allocSize(commitEventObj) + allocSize(len(traceparent)) + allocSize(8*cap(facts))
 	for _, f := range facts {
 		withFacts += 1 + protowire.SizeBytes(factSize(f)) // Commit.facts is field 1
+		cost += factCost(f)
 	}
 	b.commit.Facts = facts
 	b.ev.size = int64(bare - protowire.SizeBytes(commit) + protowire.SizeBytes(withFacts))
+	b.ev.cost = int64(cost)
 	return &b.ev
 }
 
@@ -209,8 +217,13 @@ func newStatusEvent(epoch, seq uint64, at time.Time, status *ringcastv1.ServerSt
 		Event:         &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: status},
 	}}
 	e.size = int64(proto.Size(e.resp))
+	// A status is a few small messages: a few times its protobuf size.
+	e.cost = 4*e.size + int64(allocSize(int(unsafe.Sizeof(Event{}))))
 	return e
 }
+
+// commitEventObj is the size of a commit event's block.
+const commitEventObj = int(unsafe.Sizeof(commitEvent{}))
 
 // commitResponse builds a per-stream response for a commit carrying only
 // some of its facts (a filter or a partial resume).

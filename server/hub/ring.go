@@ -15,7 +15,7 @@ import (
 //     oldest()-1 == head and "resume after head" is servable. low is 1
 //     unless the ring started (or restarted, see skipTo) after a given seq.
 //   - head-low+1 <= len(slots), and the bytes held (bytes.Load(): each
-//     event's size plus the encodings cached on it, see Event.Encoded) stay
+//     event's cost plus the encodings cached on it, see Event.Encoded) stay
 //     within maxBytes after every push, except that the newest event is
 //     always kept: one event larger than the budget is the whole ring.
 //
@@ -53,7 +53,7 @@ func (r *ring) push(ev *Event) {
 	}
 	ev.budget = &r.bytes
 	ev.cap = r.maxBytes
-	r.bytes.Add(ev.size)
+	r.bytes.Add(ev.cost)
 	if r.head-r.low+1 == r.capacity() {
 		r.evictOldest()
 	}
@@ -80,11 +80,18 @@ func (r *ring) get(seq uint64) *Event {
 	return r.slots[seq%r.capacity()]
 }
 
-// appendRange appends the stored events with seq in [from, to] to dst.
-// The caller has checked from >= oldest() and to <= head.
-func (r *ring) appendRange(dst []*Event, from, to uint64) []*Event {
+// appendRange appends the stored events with seq in [from, to] to dst,
+// stopping before the events appended would cost more than maxBytes (the
+// first is always appended). The caller has checked from >= oldest() and
+// to <= head.
+func (r *ring) appendRange(dst []*Event, from, to uint64, maxBytes int64) []*Event {
+	var n int64
 	for seq := from; seq <= to; seq++ {
-		dst = append(dst, r.slots[seq%r.capacity()])
+		ev := r.slots[seq%r.capacity()]
+		if n += ev.cost; n > maxBytes && seq > from {
+			break
+		}
+		dst = append(dst, ev)
 	}
 	return dst
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestRingMatchesReferenceSliceAcrossWrapAround(t *testing.T) {
 				}
 			}
 			from := wantOldest + uint64(rand.IntN(int(seq-wantOldest+1)))
-			got := r.appendRange(nil, from, seq)
+			got := r.appendRange(nil, from, seq, math.MaxInt64)
 			for i, ev := range got {
 				if ev != ref[from-1+uint64(i)] {
 					t.Fatalf("cap %d: appendRange(%d, %d)[%d] = seq %d", capacity, from, seq, i, ev.Seq)
@@ -70,19 +71,19 @@ func sizedEvent(seq uint64, n int) *Event {
 // its count when its bytes would exceed the bound, always keeps the newest
 // event, and its byte count is exactly the sum of what it holds.
 func TestRingDropsOldestWhenBytesExceedTheBound(t *testing.T) {
-	r := newRing(100, 10_000)
+	r := newRing(100, 12_000)
 	for seq := uint64(1); seq <= 50; seq++ {
 		r.push(sizedEvent(seq, 900+int(seq%7)*100))
 		var sum int64
 		for s := r.oldest(); s <= r.head; s++ {
 			sum += r.get(s).Size()
 		}
-		if got := r.bytes.Load(); got != sum || got > 10_000 {
-			t.Fatalf("after %d: bytes %d, held events sum to %d, bound 10000", seq, got, sum)
+		if got := r.bytes.Load(); got != sum || got > 12_000 {
+			t.Fatalf("after %d: bytes %d, held events sum to %d, bound 12000", seq, got, sum)
 		}
 	}
 	if n := r.head - r.oldest() + 1; n < 6 || n > 11 {
-		t.Fatalf("holds %d events of ~1 KB under a 10 KB bound", n)
+		t.Fatalf("holds %d events of ~1.5 KB under a 12 KB bound", n)
 	}
 	r.push(sizedEvent(51, 50_000)) // larger than the bound: kept alone
 	if r.oldest() != 51 || r.head != 51 {
@@ -154,5 +155,37 @@ func TestCachedEncodingsCountAgainstTheRingBudget(t *testing.T) {
 	}
 	if _, _ = ev.Encoded(EncodingSSE, enc(10)); ev.encoded[EncodingSSE].Load() != nil || ev.encoded[EncodingProto].Load() != nil {
 		t.Fatal("a dropped event keeps or caches encodings")
+	}
+}
+
+// TestAppendRangeStopsAtItsBytes: a batch taken out of the ring stops
+// before its events' cost would pass the bound, and an event larger than
+// the bound is a batch of its own.
+func TestAppendRangeStopsAtItsBytes(t *testing.T) {
+	r := newRing(100, 1<<30)
+	for seq := uint64(1); seq <= 20; seq++ {
+		n := 1000
+		if seq == 10 {
+			n = 50_000
+		}
+		r.push(sizedEvent(seq, n))
+	}
+	one := r.get(1).Size()
+	var prev uint64
+	for from := uint64(1); from <= 20; from = prev + 1 {
+		got := r.appendRange(nil, from, 20, 5*one)
+		var sum int64
+		for _, ev := range got {
+			sum += ev.Size()
+		}
+		prev = got[len(got)-1].Seq
+		switch {
+		case from == 10 && len(got) != 1:
+			t.Fatalf("from 10: %d events, want the large one alone", len(got))
+		case len(got) > 1 && sum > 5*one:
+			t.Fatalf("from %d: %d events of %d bytes, over the bound %d", from, len(got), sum, 5*one)
+		case len(got) < 5 && prev != 9 && prev != 10 && prev != 20:
+			t.Fatalf("from %d: %d events, stopped early at %d", from, len(got), prev)
+		}
 	}
 }

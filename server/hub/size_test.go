@@ -118,7 +118,8 @@ func FuzzFactSize(f *testing.F) {
 }
 
 // BenchmarkFactSize sizes a fact with 100 bytes of JSON data, as the load
-// tool publishes: by factSize, and by protobuf's reflection.
+// tool publishes: by factSize, and by protobuf's reflection; and costs it
+// (factCost, its heap, what the byte budgets count).
 func BenchmarkFactSize(b *testing.B) {
 	d, err := structpb.NewStruct(map[string]any{"seq": 12345.0, "ts": 1.7646e18, "pad": strings.Repeat("x", 60)})
 	if err != nil {
@@ -133,6 +134,11 @@ func BenchmarkFactSize(b *testing.B) {
 	b.Run("proto.Size", func(b *testing.B) {
 		for b.Loop() {
 			proto.Size(f)
+		}
+	})
+	b.Run("factCost", func(b *testing.B) {
+		for b.Loop() {
+			factCost(f)
 		}
 	})
 }

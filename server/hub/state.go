@@ -11,8 +11,9 @@ import (
 //
 // Entries form a list ordered by last update (seq, then fact index), so a
 // snapshot is a walk from front to back, already in seq order. Past the key
-// limit or the byte limit (the facts' protobuf size; the table may hold a
-// fact long after the ring dropped it), the least recently updated keys are
+// limit or the byte limit (what the facts and their entries hold on the
+// heap, see factCost; the table may hold a fact long after the ring dropped
+// it), the least recently updated keys are
 // evicted (counted in evicted, which every LATEST_PER_KEY snapshot reports
 // in its CaughtUp): a snapshot then lacks keys that have not been updated
 // for the longest time. The most recently updated key is always kept.
@@ -58,7 +59,7 @@ func (t *stateTable) apply(ev *Event) {
 			t.byKey[f.Key] = e
 		}
 		e.seq, e.at, e.factCount, e.fact = ev.Seq, ev.Time, c.FactCount, f
-		e.size = int64(factSize(f))
+		e.size = int64(stateEntryObj + factCost(f))
 		t.bytes += e.size
 		t.pushBack(e)
 		for t.front != e && (len(t.byKey) > t.limit || t.bytes > t.maxBytes) {

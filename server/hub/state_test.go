@@ -72,12 +72,12 @@ func TestStateTableEvictsLeastRecentlyUpdatedByBytes(t *testing.T) {
 		f := &ringcastv1.Fact{Topic: "t", Type: "x", Key: key, Payload: &ringcastv1.Fact_BinaryData{BinaryData: make([]byte, n)}}
 		return newCommitEvent(1, seq, time.Unix(int64(seq), 0), []*ringcastv1.Fact{f}, "")
 	}
-	st := newStateTable(1000, 3500)
+	st := newStateTable(1000, 4200) // three facts of ~1.3 KB on the heap
 	st.apply(big(1, "a", 1000))
 	st.apply(big(2, "b", 1000))
 	st.apply(big(3, "c", 1000))
 	st.apply(big(4, "a", 1000)) // a updated: b is now the least recent
-	st.apply(big(5, "d", 1000)) // over 3500: b goes
+	st.apply(big(5, "d", 1000)) // over 4200: b goes
 	keys := func() (ks []string) {
 		for _, f := range st.collect(nil, func(string) bool { return true }) {
 			ks = append(ks, f.fact.Key)
@@ -91,7 +91,7 @@ func TestStateTableEvictsLeastRecentlyUpdatedByBytes(t *testing.T) {
 	for _, e := range st.byKey {
 		sum += e.size
 	}
-	if st.bytes != sum || st.bytes > 3500 {
+	if st.bytes != sum || st.bytes > 4200 {
 		t.Fatalf("bytes %d, facts sum to %d", st.bytes, sum)
 	}
 	st.apply(big(6, "e", 10_000))

@@ -51,6 +51,16 @@ func (s *stream) readLog(ctx context.Context) ([]*Event, error) {
 			s.next = u + 1 // nothing the Log holds up to u: covered
 		}
 	}
+	// At most MaxBatchBytes of it is kept (the first event always): the
+	// rest is read again, mostly from the Log's cache, once this is sent.
+	var bytes int64
+	for i, ev := range batch {
+		if bytes += ev.cost; bytes > MaxBatchBytes && i > 0 {
+			clear(batch[i:])
+			batch = batch[:i]
+			break
+		}
+	}
 	s.batch = batch
 	return batch, nil
 }

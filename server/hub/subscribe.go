@@ -16,6 +16,18 @@ import (
 // maxBatch bounds how many events a stream copies out of the ring per lock.
 const maxBatch = 128
 
+// MaxBatchBytes bounds by bytes what one stream holds at a time, on every
+// face and protocol. A batch a stream takes out of the ring (or reads from
+// a Log) stops before the events' cost (Event.Size, what they hold on the
+// heap) would pass it; one event larger than that is still a batch of its
+// own. A sink that buffers a batch's encodings for one write (Flusher)
+// writes what it holds before an encoding would take it past this, and
+// writes one encoding as large straight from where it lies. A stream whose
+// client stopped reading thus holds at most about twice this plus one
+// event, however far behind it is and however slowly its writes drain
+// (docs/limits.md, "Heap, and slow readers").
+const MaxBatchBytes = 256 << 10
+
 // Sink receives a stream's responses in order. Responses may be shared with
 // other streams: a Sink must not modify them.
 type Sink interface {
@@ -355,7 +367,8 @@ func (s *stream) checkCaughtUp() error {
 }
 
 // read copies the stream's next events out of the ring (at most maxBatch,
-// none past until_seq), with the hub's state and the channel that closes
+// and MaxBatchBytes of them unless the first alone is larger; none past
+// until_seq), with the hub's state and the channel that closes
 // when head next advances. A stream behind the ring reads on from the Log
 // (wake nil); without one it gets ResyncRequired(SUBSCRIBER_LAGGING) — unless
 // its filter would have skipped every event that left the ring
@@ -390,7 +403,7 @@ func (s *stream) read(ctx context.Context) (batch []*Event, draining bool, wake 
 	}
 	s.batch = s.batch[:0]
 	if s.next <= to {
-		s.batch = h.ring.appendRange(s.batch, s.next, to)
+		s.batch = h.ring.appendRange(s.batch, s.next, to, MaxBatchBytes)
 	}
 	wake = h.takeWake()
 	h.mu.RUnlock()

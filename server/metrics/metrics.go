@@ -142,11 +142,11 @@ func (m *Metrics) Watch(h *hub.Hub) {
 		}, func() float64 { return float64(h.StateEvictions()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ringcast_ring_bytes",
-			Help: "Bytes the ring holds: its events' protobuf size plus the encodings cached on them (bounded by --max-ring-bytes).",
+			Help: "Bytes the ring holds: its events as held in memory plus the encodings cached on them (bounded by --max-ring-bytes).",
 		}, func() float64 { return float64(h.RingBytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ringcast_state_table_bytes",
-			Help: "Bytes of the facts the latest-per-key table holds (bounded by --max-state-bytes).",
+			Help: "Bytes the latest-per-key table holds: its facts as held in memory and its entries (bounded by --max-state-bytes).",
 		}, func() float64 { return float64(h.StateBytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ringcast_effective_window",

@@ -24,6 +24,11 @@ import (
 // response headers), and every message of a stream without the direct
 // path, goes through connect's Send, after whatever the batch buffer
 // holds, so the order is kept.
+//
+// The buffer is bounded by bytes (hub.MaxBatchBytes): what it holds is
+// written (not flushed) before an event's envelope would take it past the
+// bound, and once a stream's own message takes it there; an envelope as
+// large as the bound is written from the event's cache without a copy.
 type streamSink struct {
 	conn   connect.StreamingHandlerConn
 	shared sharedEvent
@@ -45,8 +50,9 @@ var (
 // bufPool holds batch buffers, so an idle stream holds none.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// maxPooledBuf is the largest buffer returned to bufPool.
-const maxPooledBuf = 256 << 10
+// maxPooledBuf is the largest buffer returned to bufPool: one that held a
+// whole batch, up to hub.MaxBatchBytes and a stream's own message.
+const maxPooledBuf = 2 * hub.MaxBatchBytes
 
 func newStreamSink(conn connect.StreamingHandlerConn, batch *batchWriter) *streamSink {
 	s := &streamSink{conn: conn, batch: batch}
@@ -97,6 +103,14 @@ func (s *streamSink) SendEvent(ev *hub.Event) error {
 	if err != nil {
 		return err
 	}
+	if s.buf != nil && len(*s.buf)+len(b) > hub.MaxBatchBytes {
+		if err := s.writeOut(); err != nil {
+			return err
+		}
+	}
+	if len(b) >= hub.MaxBatchBytes {
+		return s.out(b)
+	}
 	if s.buf == nil {
 		s.buf = bufPool.Get().(*[]byte)
 	}
@@ -120,6 +134,9 @@ func (s *streamSink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 	if err != nil {
 		// What was buffered before it still goes out.
 		return errors.Join(err, s.writeBuffered())
+	}
+	if len(b) >= hub.MaxBatchBytes {
+		return s.writeOut()
 	}
 	return nil
 }
@@ -160,6 +177,32 @@ func (s *streamSink) Flush() error {
 		return err
 	}
 	return s.batch.flushNow()
+}
+
+// writeOut writes the buffered envelopes in the middle of a batch and keeps
+// the buffer for the rest of it.
+func (s *streamSink) writeOut() error {
+	b := *s.buf
+	*s.buf = b[:0]
+	if len(b) == 0 {
+		return nil
+	}
+	return s.out(b)
+}
+
+// out writes b to the response, unflushed. The first write of the body may
+// write the response headers, on net/http's deepest write path: it runs
+// off the stream's stack, as the first Flush does.
+func (s *streamSink) out(b []byte) error {
+	if !s.flushed {
+		s.flushed = true
+		return offstack.Run(func() error {
+			_, err := s.batch.ResponseWriter.Write(b)
+			return err
+		})
+	}
+	_, err := s.batch.ResponseWriter.Write(b)
+	return err
 }
 
 // writeBuffered writes the buffered envelopes, if any, and returns the

@@ -47,25 +47,32 @@ func newSink(w http.ResponseWriter) *sink {
 // bufPool holds batch buffers.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// maxPooledBuf is the largest buffer returned to bufPool.
-const maxPooledBuf = 256 << 10
+// maxPooledBuf is the largest buffer returned to bufPool: one that held a
+// whole batch (hub.MaxBatchBytes), with the room append left.
+const maxPooledBuf = 2 * hub.MaxBatchBytes
 
-// writeAt is how much a batch buffers before it is written (not flushed)
-// on its own: a long replay or snapshot is written in pieces of this size.
-const writeAt = 64 << 10
-
-// write appends b to the batch.
+// write appends frame b to the batch. The batch is bounded by bytes
+// (hub.MaxBatchBytes, on every face): what it holds is written (not
+// flushed) before b would take it past the bound, so a long replay or
+// snapshot goes out in pieces of up to that size, and a frame as large as
+// the bound is written from where it lies (a ring event's cached frame)
+// without a copy.
 func (s *sink) write(b []byte) error {
+	if s.buf != nil && len(*s.buf) > 0 && len(*s.buf)+len(b) > hub.MaxBatchBytes {
+		err := s.out(*s.buf)
+		*s.buf = (*s.buf)[:0]
+		if err != nil {
+			return err
+		}
+	}
+	if len(b) >= hub.MaxBatchBytes {
+		return s.out(b)
+	}
 	if s.buf == nil {
 		s.buf = bufPool.Get().(*[]byte)
 	}
 	*s.buf = append(*s.buf, b...)
-	if len(*s.buf) < writeAt {
-		return nil
-	}
-	err := s.out(*s.buf)
-	*s.buf = (*s.buf)[:0]
-	return err
+	return nil
 }
 
 // out writes b to the response, or, once the connection is taken over, to

@@ -103,11 +103,37 @@ function svgEl(tag: string, attrs: Record<string, string | number>): SVGElement 
   return e;
 }
 
+/** The epoch part of a point's commit id ("epoch:seq"). */
+const epochOf = (id: string) => id.slice(0, id.indexOf(":"));
+
+/**
+ * sparkPath is the path data of a sparkline through pts (sorted by time),
+ * placed by x and y: at most one vertex per half unit across (the last
+ * reading of each), and a break in the line — a new "M" — where no reading
+ * came for longer than gapMs, or where the epoch changes: the commits
+ * between readings of two epochs (a restarted server, a stream created
+ * again) are unknown, however short the pause, so the line never joins them.
+ */
+export function sparkPath(pts: readonly Point[], gapMs: number, x: (t: number) => number, y: (v: number) => number): string {
+  const vs: { x: number; y: number; move: boolean }[] = [];
+  let prev: Point | undefined;
+  for (const p of pts) {
+    const px = Math.round(x(p.t) * 2) / 2;
+    const move = prev === undefined || p.t - prev.t > gapMs || epochOf(p.id) !== epochOf(prev.id);
+    const lastV = vs.at(-1);
+    if (lastV && lastV.x === px && !move) lastV.y = y(p.v);
+    else vs.push({ x: px, y: y(p.v), move });
+    prev = p;
+  }
+  return vs.map((v) => `${v.move ? "M" : "L"}${v.x.toFixed(1)} ${v.y.toFixed(1)}`).join("");
+}
+
 /**
  * drawSparkline redraws svg with the readings of the last SPARK_MS (or of
  * all the history when shorter), the warning and severe lines, and a dot on
  * the latest reading. A stretch with no reading for longer than five usual
- * intervals is left as a break in the line. It returns the span shown, ms.
+ * intervals, and a change of epoch, are left as breaks in the line (see
+ * sparkPath). It returns the span shown, ms.
  */
 export function drawSparkline(svg: SVGSVGElement, hist: readonly Point[], warning: number, severe: number, now: number): number {
   const from = Math.max(now - SPARK_MS, Math.min(hist[0]?.t ?? now, now - 60_000));
@@ -130,19 +156,7 @@ export function drawSparkline(svg: SVGSVGElement, hist: readonly Point[], warnin
   for (const [cls, v] of [["warn", warning], ["severe", severe]] as const) {
     if (v > 0) svg.append(svgEl("line", { class: `s-${cls}`, x1: 0, x2: W, y1: y(v), y2: y(v), "vector-effect": "non-scaling-stroke" }));
   }
-  // At most one vertex per horizontal unit: the last reading of each.
-  const gapMs = 5 * (usualInterval(hist) ?? Infinity);
-  const vs: { x: number; y: number; move: boolean }[] = [];
-  let prevT = -Infinity;
-  for (const p of pts) {
-    const px = Math.round(x(p.t) * 2) / 2;
-    const move = vs.length === 0 || p.t - prevT > gapMs;
-    const lastV = vs.at(-1);
-    if (lastV && lastV.x === px && !move) lastV.y = y(p.v);
-    else vs.push({ x: px, y: y(p.v), move });
-    prevT = p.t;
-  }
-  const d = vs.map((v) => `${v.move ? "M" : "L"}${v.x.toFixed(1)} ${v.y.toFixed(1)}`).join("");
+  const d = sparkPath(pts, 5 * (usualInterval(hist) ?? Infinity), x, y);
   if (d) svg.append(svgEl("path", { class: "s-line", d, "vector-effect": "non-scaling-stroke" }));
   const last = pts.at(-1);
   if (last) svg.append(svgEl("circle", { class: "s-dot", cx: x(last.t), cy: y(last.v), r: 2.5 }));

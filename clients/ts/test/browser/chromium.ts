@@ -44,6 +44,28 @@ export async function axe(page: Page, state: string): Promise<void> {
   );
 }
 
+/**
+ * waitForResync waits until the page's status log (window.statusLog, filled
+ * by a MutationObserver the test installs on the status word) holds
+ * "resynced", pressing "Reconnect now" whenever it is offered: while the
+ * server was down the client's wait before its next attempt may have grown
+ * to the backoff's 30 s cap, and the press starts the attempt at once. The
+ * press happens in the page, so "offered" and "pressed" cannot be told
+ * apart by a race.
+ */
+export function waitForResync(page: Page): Promise<unknown> {
+  return waitFor(
+    page,
+    () => {
+      const b = document.querySelector<HTMLButtonElement>("[data-testid=reconnect-now]")!;
+      if (!b.hidden && !b.disabled) b.click();
+      return (window as unknown as { statusLog: string[] }).statusLog.some((s) => /resynced/i.test(s));
+    },
+    null,
+    "resynced (pressing Reconnect now while a delay is pending)",
+  );
+}
+
 /** waitFor waits for a condition in the page; the timeout is only a hang guard. */
 export function waitFor<A>(page: Page, fn: (arg: A) => boolean, arg: A, what: string, timeout = 30_000): Promise<unknown> {
   return page.waitForFunction(fn as (arg: unknown) => boolean, arg as unknown, { timeout, polling: 100 }).catch((e: unknown) => {
