@@ -72,6 +72,9 @@ type Config struct {
 	// PprofAddr, when set, serves net/http/pprof on a listener of its own
 	// (a bare port or ":port" binds loopback; see pprof.go). Default: off.
 	PprofAddr string
+	// PprofAllowRemote lets PprofAddr be a non-loopback address; without
+	// it such an address is refused.
+	PprofAllowRemote bool
 
 	// Auth is "none" (the default) or "jwt" (docs/security.md). With
 	// "none" the server refuses a non-loopback Addr unless
@@ -148,8 +151,10 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("demo-interval must be positive"))
 	}
 	if c.PprofAddr != "" {
-		if _, err := pprofAddr(c.PprofAddr); err != nil {
+		if addr, err := pprofAddr(c.PprofAddr); err != nil {
 			errs = append(errs, err)
+		} else if !isLoopbackAddr(addr) && !c.PprofAllowRemote {
+			errs = append(errs, fmt.Errorf("--pprof-addr %s is not a loopback address: pprof shows anyone who reaches it the command line (credentials given in flags included) and the heap; bind 127.0.0.1, or pass --pprof-allow-remote to serve it there anyway", addr))
 		}
 	}
 	if r := c.Edge.PublishRate; math.IsNaN(r) || math.IsInf(r, 0) {
@@ -268,14 +273,22 @@ func New(cfg Config) (*Server, error) {
 	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)
 	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes,
 		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), readTimeoutInterceptor{}))...)
+	// Every stream's path: its read deadline is cleared once its request
+	// is read (withReadDeadline).
 	streams := streamingPaths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))
-	mux.Handle(rpcPath, guardRPC(mw, withReadTimeout(cfg.Edge.ReadTimeout, streams, rpcHandler)))
+	mux.Handle(rpcPath, guardRPC(mw, rpcHandler))
+	// gRPC health and reflection streams take their client's stream slots
+	// too, and clear their read deadlines once their requests are read.
+	sideRPC := connect.WithInterceptors(limiter.Interceptor(), streamDeadline{})
 	health := newHealth()
-	health.handle(mux)
+	streams[health.handle(mux, sideRPC)] = true
 	if !cfg.DisableReflection {
 		reflector := grpcreflect.NewStaticReflector(ringcastv1connect.EventServiceName, grpchealth.HealthV1ServiceName)
-		mux.Handle(grpcreflect.NewHandlerV1(reflector))
-		mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+		for _, handle := range []func(*grpcreflect.Reflector, ...connect.HandlerOption) (string, http.Handler){grpcreflect.NewHandlerV1, grpcreflect.NewHandlerV1Alpha} {
+			path, h := handle(reflector, sideRPC)
+			mux.Handle(path, h)
+			streams[path+"ServerReflectionInfo"] = true
+		}
 	}
 	m.Watch(h)
 	var metricsHandler http.Handler
@@ -301,6 +314,7 @@ func New(cfg Config) (*Server, error) {
 	if hostCheckApplies(cfg) {
 		handler = withHostCheck(cfg.AllowedHosts, handler)
 	}
+	handler = withReadDeadline(cfg.Edge.ReadTimeout, streams, handler)
 	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, events: events, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, storeCheck: storeCheck, limiter: limiter}
 	if metricsHandler != nil {
 		if srv.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
@@ -331,7 +345,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.cfg.Edge.MaxConcurrentStreams},
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
-	ln = s.limiter.Listener(ln, s.cfg.Edge.MaxConns)
+	ln = s.limiter.Listener(ln, s.cfg.Edge.MaxConns, s.cfg.Edge.MaxConnsPerClient)
 	guard := s.limiter.ResetGuard(float64(s.cfg.Edge.MaxH2Resets), s.cfg.Edge.H2ResetPenalty)
 	ln = guard.Listener(ln, s.tls == nil)
 	fresh := newFreshConns()
@@ -366,8 +380,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.metricsLn != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", s.metrics)
-		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
-		wg.Go(func() { _ = msrv.Serve(s.metricsLn) })
+		var mln net.Listener
+		mln, msrv = sideEdge(s.cfg, s.limiter, s.metricsLn, mux, s.cfg.WriteTimeout)
+		wg.Go(func() { _ = msrv.Serve(mln) })
 	}
 
 	var err error
@@ -543,7 +558,7 @@ func Run(ctx context.Context, cfg Config) error {
 		"auth", cfg.Auth)
 	logSecurity(cfg, cfg.Logger)
 	if cfg.PprofAddr != "" {
-		stop, err := servePprof(ctx, cfg.PprofAddr, cfg.Logger)
+		stop, err := servePprof(ctx, cfg, s.limiter)
 		if err != nil {
 			_ = ln.Close()
 			abort()

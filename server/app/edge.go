@@ -37,6 +37,11 @@ type Edge struct {
 	// MaxConns bounds the connections held at once. Default 80% of the
 	// open-file limit; negative: no bound.
 	MaxConns int
+	// MaxConnsPerClient bounds the connections one client (remote IP; an
+	// IPv6 client is its /64) holds at once, so no one client takes every
+	// slot of MaxConns. Default a quarter of MaxConns (no bound when
+	// MaxConns has none); negative: no bound.
+	MaxConnsPerClient int
 	// IdleTimeout closes a connection with no request in flight (HTTP/1.1
 	// keep-alive, HTTP/2 with no open stream, an h2c connection that sent
 	// only its preface). Default 2m.
@@ -47,15 +52,18 @@ type Edge struct {
 	// MaxConcurrentStreams bounds the streams one HTTP/2 connection may
 	// have open. Default 250.
 	MaxConcurrentStreams int
-	// MaxH2Resets bounds the RST_STREAM frames one HTTP/2 connection (h2c
-	// or TLS) may send per second, in a bucket of as many: past it the
-	// connection gets GOAWAY (ENHANCE_YOUR_CALM) and its client's IP is
-	// refused new connections for H2ResetPenalty. Default 200; negative:
-	// no bound.
+	// MaxH2Resets bounds the stream resets on one HTTP/2 connection (h2c
+	// or TLS) per second, in a bucket of as many: RST_STREAM frames the
+	// client sends and those the server sends in answer to the client's
+	// frames. Past it the connection gets GOAWAY (ENHANCE_YOUR_CALM); a
+	// client cut again within a minute is refused new connections for
+	// H2ResetPenalty. Default 200; negative: no bound.
 	MaxH2Resets int
-	// H2ResetPenalty is how long a client cut for rapid reset is refused
-	// new connections: the first is held unserved, others are closed on
-	// accept. Default 10s; negative: none.
+	// H2ResetPenalty is how long a client cut for rapid reset twice
+	// within a minute is refused new connections (everyone behind its IP,
+	// or its IPv6 /64): the first is held unserved, others are closed on
+	// accept. A first cut costs only the connection. Default 10s;
+	// negative: none.
 	H2ResetPenalty time.Duration
 }
 
@@ -67,6 +75,12 @@ func (e Edge) withDefaults() Edge {
 	e.PublishByteRate, e.PublishByteBurst = int64(lim.PublishByteRate), lim.PublishByteBurst
 	if e.MaxConns == 0 {
 		e.MaxConns = limit.DefaultMaxConns()
+	}
+	if e.MaxConnsPerClient == 0 {
+		e.MaxConnsPerClient = -1
+		if e.MaxConns > 0 {
+			e.MaxConnsPerClient = max(1, e.MaxConns/4)
+		}
 	}
 	if e.IdleTimeout == 0 {
 		e.IdleTimeout = 2 * time.Minute
@@ -160,36 +174,117 @@ func serveHTTP2(srv *http.Server, guard *limit.ResetGuard) error {
 
 type readDoneKey struct{}
 
-// withReadTimeout bounds how long reading a request's body may take: the
-// read deadline is set when the request arrives, and cleared once a
-// stream's request message has been read (readTimeoutInterceptor), so a
-// long stream is not cut by it. A body trickled slower fails the request
-// and closes its connection. Only a request for one of streams' paths
-// carries the function that clears the deadline (in its context); any
-// other request is unary, or answered with an error, and ends with its
-// body read, so it is passed on as it came.
-func withReadTimeout(d time.Duration, streams map[string]bool, next http.Handler) http.Handler {
-	return &readTimeout{d: d, streams: streams, next: next}
+// withReadDeadline is the outermost handler: before the Host check, CORS,
+// auth and routing, a request that may carry a body (a declared length,
+// chunked, or an HTTP/2 stream its HEADERS did not end) gets a read
+// deadline d from now, so no path waits longer than d for a body. A request
+// for one of streams' paths carries, in its context, the function that
+// clears the deadline once its request has been read (readTimeoutInterceptor,
+// streamDeadline), so a long stream is not cut by it. A request without a
+// body gets no deadline: there is nothing to wait for, and over HTTP/1.1 a
+// deadline would end a long response (an SSE stream) when it passed.
+//
+// Over HTTP/1.x a response begun before the body was read in full says
+// "Connection: close", and once the handler returns the rest of the body
+// is not waited for: net/http would otherwise read it to EOF (up to 256
+// KiB) to keep the connection, holding it for a body that may never come.
+// Over HTTP/2 the server resets a stream answered before its body ended,
+// and its connection goes on.
+func withReadDeadline(d time.Duration, streams map[string]bool, next http.Handler) http.Handler {
+	return &readDeadline{d: d, streams: streams, next: next}
 }
 
-// readTimeout is withReadTimeout's handler. (A method rather than a
-// closure: the compiler then keeps a unary request's ResponseController on
-// the stack.)
-type readTimeout struct {
+// readDeadline is withReadDeadline's handler. (A method rather than a
+// closure: the compiler then keeps a request's ResponseController on the
+// stack.)
+type readDeadline struct {
 	d       time.Duration
 	streams map[string]bool
 	next    http.Handler
 }
 
-func (h *readTimeout) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.d))
+func (h *readDeadline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.d))
 	if h.streams[r.URL.Path] {
-		rc := http.NewResponseController(w)
-		clear := func() { _ = rc.SetReadDeadline(time.Time{}) }
+		clear := func() { _ = http.NewResponseController(w).SetReadDeadline(time.Time{}) }
 		r = r.WithContext(context.WithValue(r.Context(), readDoneKey{}, clear))
 	}
-	h.next.ServeHTTP(w, r)
+	if r.ProtoMajor != 1 {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	u := &unreadBody{ResponseWriter: w, body: r.Body, left: r.ContentLength}
+	r.Body = u
+	h.next.ServeHTTP(u, r)
+	if !u.done {
+		// Nothing more is read: net/http's discard of the rest fails at
+		// once, and the connection closes.
+		_ = rc.SetReadDeadline(time.Now())
+	}
 }
+
+// unreadBody follows an HTTP/1.x request's body (as its Body) and its
+// response (as its ResponseWriter; one allocation for both): a response
+// that starts before the body was read in full closes the connection.
+type unreadBody struct {
+	http.ResponseWriter
+	body        io.ReadCloser
+	left        int64 // bytes of a declared length not yet read; negative: chunked
+	done        bool  // the body was read to its end
+	wroteHeader bool
+}
+
+func (u *unreadBody) Read(p []byte) (int, error) {
+	n, err := u.body.Read(p)
+	if u.left > 0 {
+		u.left -= int64(n)
+	}
+	if err == io.EOF || u.left == 0 {
+		u.done = true
+	}
+	return n, err
+}
+
+func (u *unreadBody) Close() error { return u.body.Close() }
+
+// header marks the response to close its connection if it starts before
+// the body was read.
+func (u *unreadBody) header() {
+	if u.wroteHeader {
+		return
+	}
+	u.wroteHeader = true
+	if !u.done {
+		u.ResponseWriter.Header().Set("Connection", "close")
+	}
+}
+
+func (u *unreadBody) WriteHeader(code int) {
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		u.header()
+	}
+	u.ResponseWriter.WriteHeader(code)
+}
+
+func (u *unreadBody) Write(p []byte) (int, error) {
+	u.header()
+	return u.ResponseWriter.Write(p)
+}
+
+func (u *unreadBody) Flush() { _ = u.FlushError() }
+
+func (u *unreadBody) FlushError() error {
+	u.header()
+	return http.NewResponseController(u.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (u *unreadBody) Unwrap() http.ResponseWriter { return u.ResponseWriter }
 
 // streamingPaths are the URL paths of service's streaming methods (as
 // Connect, gRPC and gRPC-Web route them: /package.Service/Method).
@@ -249,7 +344,51 @@ func (c *requestReader) Receive(msg any) error {
 	case err != nil && !errors.Is(err, io.EOF):
 		c.fault = readFault(err)
 	}
-	if c.clear != nil && c.received == 2 {
+	// Cleared only once the body was read to its end: a request that
+	// failed keeps its deadline, which then bounds connect's discarding
+	// of the rest of its body too.
+	if c.clear != nil && c.received == 2 && errors.Is(err, io.EOF) {
+		c.clear()
+	}
+	return err
+}
+
+// streamDeadline clears the read deadline (withReadDeadline) of a stream
+// served by another service than EventService (gRPC health Watch,
+// reflection) once its request is read: a server stream's whole body, a
+// bidirectional stream's first message (its client sends more as it goes,
+// each answered at once).
+type streamDeadline struct{}
+
+func (streamDeadline) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
+
+func (streamDeadline) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (streamDeadline) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		clear, ok := ctx.Value(readDoneKey{}).(func())
+		if !ok {
+			return next(ctx, conn)
+		}
+		return next(ctx, &deadlineConn{StreamingHandlerConn: conn, clear: clear, bidi: conn.Spec().StreamType == connect.StreamTypeBidi})
+	}
+}
+
+type deadlineConn struct {
+	connect.StreamingHandlerConn
+	clear func()
+	bidi  bool
+	done  bool
+}
+
+func (c *deadlineConn) Receive(msg any) error {
+	err := c.StreamingHandlerConn.Receive(msg)
+	// As requestReader: a failed read keeps the deadline, which also
+	// bounds connect's discarding of the rest of the body.
+	if !c.done && (errors.Is(err, io.EOF) || (err == nil && c.bidi)) {
+		c.done = true
 		c.clear()
 	}
 	return err

@@ -110,6 +110,20 @@ func refused(t *testing.T, addr string) bool {
 	return n == 0 && err != nil && !isTimeout(err)
 }
 
+// served reports whether a new connection to addr answers a request.
+func served(t *testing.T, addr string) bool {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second)) // a hang guard only
+	n, _ := c.Read(make([]byte, 1))
+	return n == 1
+}
+
 // checkCut: the connection got GOAWAY ENHANCE_YOUR_CALM after more resets
 // than the bound allows (its last stream is past the bucket's 200). With
 // no GOAWAY read (nil: lost to the connection's reset), the caller's
@@ -128,10 +142,11 @@ func checkCut(t *testing.T, ga *http2.GoAwayFrame) {
 }
 
 // TestRapidResetIsCutOverH2C: an h2c connection opening and resetting
-// streams gets GOAWAY (ENHANCE_YOUR_CALM) past --max-h2-resets; during the
-// penalty its client's next connection is held unserved and the one after
-// closed at once; all three are counted. A connection opened before keeps
-// being served.
+// streams gets GOAWAY (ENHANCE_YOUR_CALM) past --max-h2-resets. A first
+// cut costs only the connection: the client's next one is served. Cut
+// again, the client serves its penalty: its next connection is held
+// unserved and the one after closed at once; all four are counted. A
+// connection opened before keeps being served.
 func TestRapidResetIsCutOverH2C(t *testing.T) {
 	cfg := ringtest.Config()
 	cfg.Edge.H2ResetPenalty = time.Hour // longer than the test: no race with its end
@@ -143,22 +158,28 @@ func TestRapidResetIsCutOverH2C(t *testing.T) {
 	defer held.Close()
 	scrape2(t, held) // a request first: then the connection idles, kept alive
 
-	c, err := net.Dial("tcp", srv.Addr)
-	if err != nil {
-		t.Fatal(err)
+	for i := range 2 {
+		c, err := net.Dial("tcp", srv.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		checkCut(t, resetUntilCut(t, c, "http"))
+		if i == 0 && !served(t, srv.Addr) {
+			t.Fatal("after a first cut, the client's next connection was not served")
+		}
 	}
-	defer c.Close()
-	checkCut(t, resetUntilCut(t, c, "http"))
 	if !refused(t, srv.Addr) {
 		t.Fatal("a new connection during the penalty was served")
 	}
-	if m := scrape2(t, held); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 3`) {
+	if m := scrape2(t, held); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 4`) {
 		t.Fatalf("cut and refusal not counted:\n%s", grepLines(m, "ringcast_limit_rejections_total"))
 	}
 }
 
 // TestRapidResetIsCutOverTLS: the same over TLS, where ALPN chose h2 and
-// the frames are read after decryption; the three are counted too.
+// the frames are read after decryption: cut twice, the client is refused;
+// the four are counted too.
 func TestRapidResetIsCutOverTLS(t *testing.T) {
 	certFile, keyFile, pool := selfSigned(t)
 	cfg := ringtest.Config()
@@ -173,19 +194,21 @@ func TestRapidResetIsCutOverTLS(t *testing.T) {
 	defer held.Close()
 	scrape2(t, held) // a request first: then the connection idles, kept alive
 
-	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
+	for range 2 { // a repeat offender
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+			t.Fatalf("ALPN chose %q, want h2", p)
+		}
+		checkCut(t, resetUntilCut(t, c, "https"))
 	}
-	defer c.Close()
-	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
-		t.Fatalf("ALPN chose %q, want h2", p)
-	}
-	checkCut(t, resetUntilCut(t, c, "https"))
 	if !refused(t, addr) {
 		t.Fatal("a new connection during the penalty was served")
 	}
-	if m := scrape2(t, held); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 3`) {
+	if m := scrape2(t, held); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 4`) {
 		t.Fatalf("cut and refusal not counted:\n%s", grepLines(m, "ringcast_limit_rejections_total"))
 	}
 }

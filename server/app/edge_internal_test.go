@@ -17,3 +17,14 @@ func TestStreamingPaths(t *testing.T) {
 		t.Fatalf("streaming paths %q, want %q", got, want)
 	}
 }
+
+// TestMaxConnsPerClientDefault: the share is a quarter of --max-conns,
+// none when --max-conns has no bound; a value given is kept.
+func TestMaxConnsPerClientDefault(t *testing.T) {
+	for _, c := range []struct{ conns, per, want int }{{16, 0, 4}, {1000, 0, 250}, {-1, 0, -1}, {1000, 7, 7}, {1000, -1, -1}} {
+		e := Edge{MaxConns: c.conns, MaxConnsPerClient: c.per}.withDefaults()
+		if e.MaxConnsPerClient != c.want {
+			t.Errorf("max-conns %d, max-conns-per-client %d: %d, want %d", c.conns, c.per, e.MaxConnsPerClient, c.want)
+		}
+	}
+}

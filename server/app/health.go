@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
@@ -99,11 +100,13 @@ func (h *health) Check(ctx context.Context, req *grpchealth.CheckRequest) (*grpc
 }
 
 // handle registers the gRPC health service (its Watch streams end once
-// told NOT_SERVING) and the two HTTP probes on mux.
-func (h *health) handle(mux *http.ServeMux) {
-	path, grpcHandler := grpchealth.NewHandler(h)
+// told NOT_SERVING), with opts (the per-client stream limit), and the two
+// HTTP probes on mux. It returns the path of Watch, the one stream.
+func (h *health) handle(mux *http.ServeMux, opts ...connect.HandlerOption) (watchPath string) {
+	watchPath = "/" + grpchealth.HealthV1ServiceName + "/Watch"
+	path, grpcHandler := grpchealth.NewHandler(h, opts...)
 	mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/"+grpchealth.HealthV1ServiceName+"/Watch" {
+		if r.URL.Path != watchPath {
 			grpcHandler.ServeHTTP(w, r)
 			return
 		}
@@ -126,6 +129,7 @@ func (h *health) handle(mux *http.ServeMux) {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	return watchPath
 }
 
 type watchEndKey struct{}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
-	"time"
+
+	"github.com/ringcast/ringcast/server/limit"
 )
 
 // pprofAddr resolves --pprof-addr: a bare port ("6060") or a port with no
@@ -42,11 +42,14 @@ func pprofHandler() http.Handler {
 	return mux
 }
 
-// servePprof listens on addr (see pprofAddr), logs the bound address and
-// serves pprof there until ctx ends. It returns once listening; the
-// returned function stops it and waits.
-func servePprof(ctx context.Context, addr string, log *slog.Logger) (stop func(), err error) {
-	addr, err = pprofAddr(addr)
+// servePprof listens on cfg.PprofAddr (see pprofAddr), logs the bound
+// address and serves pprof there, behind the side listeners' edge
+// (sideEdge; no write timeout: a profile takes as long as it was asked
+// to), until ctx ends. It returns once listening; the returned function
+// stops it and waits.
+func servePprof(ctx context.Context, cfg Config, lim *limit.Limiter) (stop func(), err error) {
+	log := cfg.Logger
+	addr, err := pprofAddr(cfg.PprofAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -54,11 +57,7 @@ func servePprof(ctx context.Context, addr string, log *slog.Logger) (stop func()
 	if err != nil {
 		return nil, fmt.Errorf("pprof: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           pprofHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
+	ln, srv := sideEdge(cfg, lim, ln, pprofHandler(), 0)
 	log.Info("pprof serving", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/debug/pprof/")
 	done := make(chan struct{})
 	go func() {

@@ -91,8 +91,9 @@ func rapidReset(ctx context.Context, addr string, resets, closed, dials *atomic.
 // BenchmarkPublishUnderRapidReset measures one publisher's latency (p50 and
 // p99 per publish, over Connect on HTTP/1.1) on its own, while another
 // connection does an HTTP/2 rapid reset against a server with the default
-// --max-h2-resets (the attacker is cut; its next connection is held
-// unserved for --h2-reset-penalty), and against one without that bound (Go's HTTP/2
+// --max-h2-resets (the attacker is cut, cut again on the connection it
+// redials, and its next connection is held unserved for
+// --h2-reset-penalty), and against one without that bound (Go's HTTP/2
 // server alone). Compare the p99s (docs/limits.md); resets-sent/s is the
 // pace of resets the attacker got written (into the socket: not all of
 // them reach the server), dials its connection attempts.

@@ -96,4 +96,5 @@ func logSecurity(cfg Config, log *slog.Logger) {
 	if cfg.Auth == AuthNone && !isLoopbackAddr(cfg.Addr) {
 		log.Warn("serving without authentication on a non-loopback address (--allow-unauthenticated): anyone who can reach it can publish and read everything", "addr", cfg.Addr)
 	}
+	logSideListeners(cfg, log)
 }

@@ -18,12 +18,13 @@ import (
 // connectError is a refusal as connect sends it (refuse.go).
 func connectError(err error) error { return Exhausted(err, retryAfter(err)) }
 
-// Interceptor applies the limits to the Connect handler (Connect, gRPC,
-// gRPC-Web): a SubscribeEvents stream takes one of its client's stream
-// slots while it lasts; Publish takes one token of its client's bucket of
-// commits and PublishBatch one per commit, and each takes its request's
-// protobuf size from the client's bucket of bytes. Install it outside
-// validation, so refused requests cost nothing more.
+// Interceptor applies the limits to a Connect handler (Connect, gRPC,
+// gRPC-Web): every stream (SubscribeEvents, gRPC health Watch, reflection)
+// takes one of its client's stream slots while it lasts; Publish takes one
+// token of its client's bucket of commits and PublishBatch one per commit,
+// and each takes its request's protobuf size from the client's bucket of
+// bytes. Install it outside validation, so refused requests cost nothing
+// more.
 func (l *Limiter) Interceptor() connect.Interceptor { return interceptor{l} }
 
 type interceptor struct{ l *Limiter }
@@ -58,9 +59,6 @@ func (i interceptor) WrapStreamingClient(next connect.StreamingClientFunc) conne
 
 func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		if conn.Spec().Procedure != ringcastv1connect.EventServiceSubscribeEventsProcedure {
-			return next(ctx, conn)
-		}
 		release, err := i.l.OpenStream(auth.ClientID(ctx, conn.Peer().Addr))
 		if err != nil {
 			return connectError(err)
@@ -111,22 +109,27 @@ func KeepStream(ctx context.Context) (release func()) {
 	return sl.release
 }
 
-// Listener bounds the connections a server holds: past max, a new
-// connection is closed at once (and counted and logged as the "conns"
-// limit) instead of waiting in the backlog, so the connections already
-// held keep being served. max < 0: no bound.
-func (l *Limiter) Listener(ln net.Listener, max int) net.Listener {
-	if max < 0 {
+// Listener bounds the connections a server holds: past max in all, or past
+// perClient from one client (its remote IP; an IPv6 client is its /64, as
+// for the reset guard), a new connection is closed at once (and counted and
+// logged as the "conns" or "conns_per_client" limit) instead of waiting in
+// the backlog, so the connections already held keep being served and no
+// one client can take every slot. max or perClient < 0: that bound is off.
+func (l *Limiter) Listener(ln net.Listener, max, perClient int) net.Listener {
+	if max < 0 && perClient < 0 {
 		return ln
 	}
-	return &listener{Listener: ln, l: l, max: int64(max)}
+	return &listener{Listener: ln, l: l, max: int64(max), perClient: perClient, byClient: make(map[string]int)}
 }
 
 type listener struct {
 	net.Listener
-	l      *Limiter
-	max    int64
-	active atomic.Int64
+	l         *Limiter
+	max       int64 // < 0: no bound
+	perClient int   // < 0: no bound
+	active    atomic.Int64
+	mu        sync.Mutex
+	byClient  map[string]int // open connections per client (perClient >= 0)
 }
 
 func (ln *listener) Accept() (net.Conn, error) {
@@ -135,24 +138,50 @@ func (ln *listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ln.active.Add(1) > ln.max {
+		if n := ln.active.Add(1); ln.max >= 0 && n > ln.max {
 			ln.active.Add(-1)
 			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			ln.l.refuseConn("ip:"+host, int(ln.max)) // counted before the client can see the close
+			ln.l.refuseConn("ip:"+host, Conns, int(ln.max)) // counted before the client can see the close
 			_ = c.Close()
 			continue
 		}
-		return &conn{Conn: c, ln: ln}, nil
+		id := ""
+		if ln.perClient >= 0 {
+			id = clientOf(c)
+			ln.mu.Lock()
+			over := ln.byClient[id] >= ln.perClient
+			if !over {
+				ln.byClient[id]++
+			}
+			ln.mu.Unlock()
+			if over {
+				ln.active.Add(-1)
+				ln.l.refuseConn(id, ConnsPerClient, ln.perClient)
+				_ = c.Close()
+				continue
+			}
+		}
+		return &conn{Conn: c, ln: ln, id: id}, nil
 	}
 }
 
 type conn struct {
 	net.Conn
 	ln   *listener
+	id   string // its client, when counted per client
 	once sync.Once
 }
 
 func (c *conn) Close() error {
-	c.once.Do(func() { c.ln.active.Add(-1) })
+	c.once.Do(func() {
+		c.ln.active.Add(-1)
+		if c.ln.perClient >= 0 {
+			c.ln.mu.Lock()
+			if c.ln.byClient[c.id]--; c.ln.byClient[c.id] <= 0 {
+				delete(c.ln.byClient, c.id)
+			}
+			c.ln.mu.Unlock()
+		}
+	})
 	return c.Conn.Close()
 }

@@ -41,6 +41,7 @@ func TestResetGuardKeysIPv6ByPrefix(t *testing.T) {
 	l := New(Config{})
 	g := l.ResetGuard(10, time.Hour)
 	g.trip(clientOf(addrConn{addr: "2001:db8:1:2::1"}))
+	g.trip(clientOf(addrConn{addr: "2001:db8:1:2::2"})) // cut again: a repeat offender
 	if !g.refused(addrConn{addr: "2001:db8:1:2::99"}) {
 		t.Fatal("another address of the cut client's /64 was served during its penalty")
 	}
@@ -61,10 +62,11 @@ func TestResetGuardPenaltyOff(t *testing.T) {
 	l := New(Config{Observer: func(name string) { counted = append(counted, name) }})
 	g := l.ResetGuard(10, -1)
 	g.trip("ip:192.0.2.7")
-	if g.refused(addrConn{addr: "192.0.2.7"}) || len(g.until) != 0 {
-		t.Fatalf("penalty off: refused, or %d penalties remembered", len(g.until))
+	g.trip("ip:192.0.2.7")
+	if g.refused(addrConn{addr: "192.0.2.7"}) || len(g.until) != 0 || len(g.cuts) != 0 {
+		t.Fatalf("penalty off: refused, or %d penalties and %d cuts remembered", len(g.until), len(g.cuts))
 	}
-	if len(counted) != 1 || counted[0] != H2Reset {
+	if len(counted) != 2 || counted[0] != H2Reset {
 		t.Fatalf("counted %v, want the cut", counted)
 	}
 }
@@ -81,7 +83,8 @@ func TestResetGuardBoundsItsState(t *testing.T) {
 	for i := range maxPenalised {
 		g.until[fmt.Sprintf("ip:old-%d", i)] = now
 	}
-	g.trip("ip:192.0.2.1") // checks prunePerTrip of the served ones
+	g.cuts["ip:192.0.2.1"] = now // cut once before: the next cut starts its penalty
+	g.trip("ip:192.0.2.1")       // checks prunePerTrip of the served ones
 	if n := len(g.until); n != maxPenalised-prunePerTrip+1 {
 		t.Fatalf("%d penalties after a cut, want the %d checked forgotten", n, prunePerTrip)
 	}
@@ -91,6 +94,7 @@ func TestResetGuardBoundsItsState(t *testing.T) {
 	for len(g.until) < maxPenalised {
 		g.until[fmt.Sprintf("ip:live-%d", len(g.until))] = now.Add(time.Hour)
 	}
+	g.cuts["ip:192.0.2.2"] = now
 	g.trip("ip:192.0.2.2")
 	if len(g.until) != maxPenalised || g.penalised("ip:192.0.2.2") {
 		t.Fatalf("%d penalties, client penalised %v: want the bound kept", len(g.until), g.penalised("ip:192.0.2.2"))
@@ -108,5 +112,42 @@ func TestResetGuardBoundsItsState(t *testing.T) {
 	_ = ln.Close()
 	if timer.Stop() {
 		t.Fatal("the held connection's timer still ran after the listener closed")
+	}
+}
+
+// TestResetGuardPenalisesOnlyRepeatOffenders: a first cut costs only the
+// connection (its client, and everyone behind its address, is served at
+// once); a second cut within repeatWindow starts the penalty; a cut after
+// the window is a first cut again. The remembered cuts are bounded.
+func TestResetGuardPenalisesOnlyRepeatOffenders(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := New(Config{})
+	l.now = func() time.Time { return now }
+	g := l.ResetGuard(10, 10*time.Second)
+	g.trip("ip:192.0.2.7")
+	if g.penalised("ip:192.0.2.7") {
+		t.Fatal("a first cut started a penalty")
+	}
+	now = now.Add(repeatWindow - time.Second)
+	g.trip("ip:192.0.2.7")
+	if !g.penalised("ip:192.0.2.7") {
+		t.Fatal("a second cut within the window started no penalty")
+	}
+	now = now.Add(10 * time.Second)
+	if g.penalised("ip:192.0.2.7") {
+		t.Fatal("the penalty outlived its time")
+	}
+	now = now.Add(repeatWindow)
+	g.trip("ip:192.0.2.7")
+	if g.penalised("ip:192.0.2.7") {
+		t.Fatal("a cut long after the last one started a penalty")
+	}
+
+	for i := range maxPenalised {
+		g.cuts[fmt.Sprintf("ip:old-%d", i)] = now.Add(-repeatWindow)
+	}
+	g.trip("ip:192.0.2.9")
+	if n := len(g.cuts); n > maxPenalised {
+		t.Fatalf("%d cuts remembered, want at most %d", n, maxPenalised)
 	}
 }

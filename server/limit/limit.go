@@ -23,10 +23,13 @@ const (
 	Publish      = "publish_rate"
 	PublishBytes = "publish_byte_rate"
 	Conns        = "conns"
+	// ConnsPerClient is the bound on one client's share of the
+	// connections (see Listener).
+	ConnsPerClient = "conns_per_client"
 )
 
 // Names are every limit name, for metrics to pre-register.
-var Names = []string{Streams, Publish, PublishBytes, Conns, H2Reset}
+var Names = []string{Streams, Publish, PublishBytes, Conns, ConnsPerClient, H2Reset}
 
 // Config sets the per-client limits. Zero fields take the defaults
 // documented on them; negative ones disable their limit.
@@ -291,12 +294,17 @@ func allowPublish[ID ~string | ~[]byte](l *Limiter, id ID, commits, size int) er
 	return nil
 }
 
-// Conn counts a refused connection (see Listener) for metrics and logs.
-func (l *Limiter) refuseConn(id string, max int) {
+// refuseConn counts a refused connection (see Listener) for metrics and
+// logs: limit is Conns or ConnsPerClient.
+func (l *Limiter) refuseConn(id, limit string, max int) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.refuse(id, l.get(id, now), now, &Error{Limit: Conns, msg: fmt.Sprintf("the server holds %d connections, the most allowed (max-conns)", max)})
+	msg := fmt.Sprintf("the server holds %d connections, the most allowed (max-conns)", max)
+	if limit == ConnsPerClient {
+		msg = fmt.Sprintf("this client holds %d connections, the most one client may (max-conns-per-client)", max)
+	}
+	l.refuse(id, l.get(id, now), now, &Error{Limit: limit, msg: msg})
 }
 
 // DefaultMaxConns is the default connection bound: 80% of the open-file

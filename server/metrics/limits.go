@@ -14,7 +14,7 @@ type limitMetrics struct {
 func newLimitMetrics(reg *prometheus.Registry) *limitMetrics {
 	m := &limitMetrics{rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ringcast_limit_rejections_total",
-		Help: "Requests and connections refused by a limit (resource_exhausted, HTTP 429), by limit: streams_per_client, publish_rate, publish_byte_rate, conns, h2_reset (HTTP/2 connections cut for rapid reset, and connections refused during the penalty that follows).",
+		Help: "Requests and connections refused by a limit (resource_exhausted, HTTP 429), by limit: streams_per_client, publish_rate, publish_byte_rate, conns, conns_per_client, h2_reset (HTTP/2 connections cut for rapid reset, and connections refused during the penalty that follows).",
 	}, []string{"limit"})}
 	for _, l := range limit.Names {
 		m.rejections.WithLabelValues(l)

@@ -24,8 +24,8 @@ import (
 var Protocols = []ringcast.Protocol{ringcast.ProtocolConnect, ringcast.ProtocolGRPC, ringcast.ProtocolGRPCWeb}
 
 // Config returns the test defaults: no demo feed, a small window, short
-// timings, no lease, and no per-client stream or publish-rate bound, of
-// commits or of bytes (every
+// timings, no lease, and no per-client stream, connection or publish-rate
+// bound, of commits or of bytes (every
 // test client is 127.0.0.1; the limits' own tests set them).
 func Config() app.Config {
 	cfg := app.Defaults()
@@ -37,6 +37,7 @@ func Config() app.Config {
 	cfg.Edge.MaxStreamsPerClient = -1
 	cfg.Edge.PublishRate = -1
 	cfg.Edge.PublishByteRate = -1
+	cfg.Edge.MaxConnsPerClient = -1
 	return cfg
 }
 

@@ -48,6 +48,7 @@ var serveBounds = []bound{
 	{name: "publish-byte-rate", min: 1, max: 1 << 40, negativeNone: true},
 	{name: "publish-byte-burst", min: 1 << 10, max: 1 << 40},
 	{name: "max-conns", min: 16, max: 1 << 24, negativeNone: true},
+	{name: "max-conns-per-client", min: 1, max: 1 << 24, zeroDefault: true, negativeNone: true},
 	{name: "idle-timeout", min: d(time.Second), max: d(24 * time.Hour), zeroDefault: true},
 	{name: "read-timeout", min: d(100 * time.Millisecond), max: d(time.Hour), zeroDefault: true},
 	{name: "max-h2-streams", min: 1, max: 1 << 20},
