@@ -114,8 +114,20 @@ func newVerifier(kind KeyKind, keys []key, cfg Config) *Verifier {
 	return &Verifier{kind: kind, keys: keys, parser: jwt.NewParser(opts...)}
 }
 
-// Kind is the kind of key file the verifier uses.
+// Kind is the form of the key file the verifier uses.
 func (v *Verifier) Kind() KeyKind { return v.kind }
+
+// KeyKinds lists the types of the verifier's keys, each once, in file
+// order: hmac, rsa, ecdsa-p256 (-p384, -p521), ed25519.
+func (v *Verifier) KeyKinds() []string {
+	var kinds []string
+	for _, k := range v.keys {
+		if kk := k.kind(); !slices.Contains(kinds, kk) {
+			kinds = append(kinds, kk)
+		}
+	}
+	return kinds
+}
 
 // claims is a ringcast token's payload.
 type claims struct {
