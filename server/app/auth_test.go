@@ -214,14 +214,15 @@ func scrape(t *testing.T, base string) string {
 
 // TestAuthStreamEndsAtExpiry: a stream whose token expires ends with
 // unauthenticated "token expired" (not OK, not a cut), after the commits
-// before it.
+// before it. Each protocol gets its own token: a token is refused from the
+// instant its first stream ended.
 func TestAuthStreamEndsAtExpiry(t *testing.T) {
 	srv, k := authServer(t)
-	c := authtest.Claims("alice", nil, []string{"*"}, 2*time.Second)
-	c["iss"], c["aud"] = "https://issuer.test", "ringcast"
-	tok := k.RS256(t, c)
 	for _, p := range ringtest.Protocols {
 		t.Run(string(p), func(t *testing.T) {
+			c := authtest.Claims("alice", nil, []string{"*"}, 2*time.Second)
+			c["iss"], c["aud"] = "https://issuer.test", "ringcast"
+			tok := k.RS256(t, c)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			req := connect.NewRequest(&ringcastv1.SubscribeEventsRequest{})

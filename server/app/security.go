@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/auth"
@@ -69,6 +70,9 @@ func authMiddleware(cfg Config, obs auth.Observer) (*auth.Middleware, error) {
 	v, err := auth.NewVerifier(auth.Config{KeyFile: cfg.JWTKeyFile, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Logger != nil {
+		cfg.Logger.Info("jwt keys loaded", "file", cfg.JWTKeyFile, "form", v.Kind(), "kinds", strings.Join(v.KeyKinds(), ","))
 	}
 	return auth.NewMiddleware(v, obs, cfg.Logger), nil
 }

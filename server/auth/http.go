@@ -46,6 +46,26 @@ func Extract(r *http.Request, eventSource bool) string {
 	return ""
 }
 
+// Code is the RPC code that answers the refusal: permission_denied for a
+// token outside its grants, unauthenticated for every other.
+func (e *Error) Code() connect.Code {
+	if e.Reason == ReasonForbidden {
+		return connect.CodePermissionDenied
+	}
+	return connect.CodeUnauthenticated
+}
+
+// Refuse writes the HTTP answer to a refusal of GET /events: 403 for a
+// token outside its grants, else 401 with a Bearer challenge.
+func (e *Error) Refuse(w http.ResponseWriter) {
+	if e.Reason == ReasonForbidden {
+		http.Error(w, e.Error(), http.StatusForbidden)
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="ringcast"`)
+	http.Error(w, e.Error(), http.StatusUnauthorized)
+}
+
 // Authenticate verifies the request's token and returns the identity.
 func (v *Verifier) Authenticate(r *http.Request, eventSource bool) (*Identity, *Error) {
 	id, err := v.Verify(Extract(r, eventSource))
@@ -112,8 +132,7 @@ func (m *Middleware) EventSource(face string, next http.Handler) http.Handler {
 		id, err := m.v.Authenticate(r, true)
 		if err != nil {
 			m.rejected(face, r, err)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ringcast"`)
-			http.Error(w, err.Error(), http.StatusUnauthorized)
+			err.Refuse(w)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withRequest(r.Context(), id, face, m.reject)))

@@ -15,20 +15,33 @@ import (
 	"math/big"
 	"os"
 	"slices"
+	"strconv"
 )
 
 // MinSecretBytes is the shortest HMAC secret accepted (256 bits).
 const MinSecretBytes = 32
 
-// KeyKind names what a key file holds.
+// KeyKind names the form a key file is written in.
 type KeyKind string
 
-// The kinds of key file a server can verify tokens with.
+// The forms of key file a server can verify tokens with. A file is read by
+// its content, never by its name, and a public key in any of these forms
+// is only ever a public key: it never becomes an HMAC secret.
 const (
-	KindHMAC KeyKind = "hmac" // a shared secret: HS256, HS384, HS512
-	KindPEM  KeyKind = "pem"  // one public key: RS*/PS*, ES*, EdDSA
+	KindHMAC KeyKind = "hmac" // a shared secret, declared as one: HS256, HS384, HS512
+	KindPEM  KeyKind = "pem"  // one PEM public key or certificate: RS*/PS*, ES*, EdDSA
+	KindDER  KeyKind = "der"  // one DER public key or certificate, bare or in base64
+	KindSSH  KeyKind = "ssh"  // one OpenSSH public key line (ssh-ed25519, ssh-rsa, ecdsa-sha2-*)
 	KindJWKS KeyKind = "jwks" // a JWK Set: keys chosen by the token's kid
 )
+
+// HMACPrefix declares a key file's content an HMAC secret: the bytes after
+// it (trailing spaces and line ending ignored) are the secret.
+const HMACPrefix = "hmac:"
+
+// howToDeclare is the end of every error about a file that is not a
+// usable key: how to say that a file holds a secret.
+const howToDeclare = `; to verify with a shared HMAC secret, write the file as "` + HMACPrefix + `<secret>" or as a JWKS {"keys":[{"kty":"oct","k":"<base64url secret>"}]}`
 
 // key is one verification key and the algorithms it may verify: the
 // algorithms of its family only, so an HMAC token is never checked against
@@ -39,16 +52,37 @@ type key struct {
 	methods []string
 }
 
+// kind names the key's type for logs: hmac, rsa, ecdsa-p256 (-p384,
+// -p521) or ed25519.
+func (k key) kind() string {
+	switch p := k.key.(type) {
+	case []byte:
+		return "hmac"
+	case *rsa.PublicKey:
+		return "rsa"
+	case *ecdsa.PublicKey:
+		return "ecdsa-p" + strconv.Itoa(p.Curve.Params().BitSize)
+	case ed25519.PublicKey:
+		return "ed25519"
+	}
+	return "unknown"
+}
+
 var (
 	hmacMethods = []string{"HS256", "HS384", "HS512"}
 	rsaMethods  = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}
 	edMethods   = []string{"EdDSA"}
 )
 
-// ReadKeyFile reads a key file and detects its kind: a JSON document with a
-// "keys" array is a JWKS, a file with a "-----BEGIN" line is a PEM public
-// key (or certificate), anything else is an HMAC secret (its trailing line
-// ending and spaces ignored, at least MinSecretBytes long).
+// ReadKeyFile reads a key file and parses it by its content
+// (docs/security.md): a JSON document is a JWKS; a "-----BEGIN" block is a
+// PEM public key or certificate; an OpenSSH public key line is that key;
+// DER (bare, or base64 on one or more lines) of a SubjectPublicKeyInfo, a
+// PKCS #1 RSA public key or an X.509 certificate is that key; a file
+// starting "hmac:" is the HMAC secret after it. Anything else is taken as
+// an HMAC secret (raw bytes, trailing spaces and line ending ignored, at
+// least MinSecretBytes long) only when it cannot be a key: text that looks
+// like any of the forms above but does not parse is an error.
 func ReadKeyFile(path string) (KeyKind, []key, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -64,7 +98,7 @@ func ReadSecret(path string) ([]byte, error) {
 		return nil, err
 	}
 	if kind != KindHMAC {
-		return nil, fmt.Errorf("%s holds a %s key, not an HMAC secret: only HMAC secrets can mint tokens here", path, kind)
+		return nil, fmt.Errorf("%s holds a %s key (%s), not an HMAC secret: only HMAC secrets can mint tokens here", path, kind, keys[0].kind())
 	}
 	return keys[0].key.([]byte), nil
 }
@@ -72,7 +106,14 @@ func ReadSecret(path string) ([]byte, error) {
 func parseKeys(b []byte) (KeyKind, []key, error) {
 	trimmed := bytes.TrimSpace(b)
 	switch {
-	case len(trimmed) > 0 && trimmed[0] == '{':
+	case bytes.HasPrefix(trimmed, []byte(HMACPrefix)):
+		raw := bytes.TrimPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte(HMACPrefix))
+		k, err := hmacKey("", bytes.TrimRight(raw, " \t\r\n"), raw)
+		if err != nil {
+			return KindHMAC, nil, fmt.Errorf("%q key file: %w", HMACPrefix, err)
+		}
+		return KindHMAC, []key{k}, nil
+	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
 		keys, err := parseJWKS(trimmed)
 		return KindJWKS, keys, err
 	case bytes.Contains(trimmed, []byte("-----BEGIN")):
@@ -81,12 +122,62 @@ func parseKeys(b []byte) (KeyKind, []key, error) {
 			return KindPEM, nil, err
 		}
 		return KindPEM, []key{k}, nil
+	case isSSHLine(trimmed):
+		k, err := parseSSHLine(trimmed)
+		if err != nil {
+			return KindSSH, nil, fmt.Errorf("the key file looks like an OpenSSH public key but cannot be read: %w%s", err, howToDeclare)
+		}
+		return KindSSH, []key{k}, nil
 	}
-	secret := bytes.TrimRight(b, " \t\r\n")
+	if k, found, err := parseDER(b); found {
+		if err != nil {
+			return KindDER, nil, fmt.Errorf("%w%s", err, howToDeclare)
+		}
+		return KindDER, []key{k}, nil
+	}
+	k, err := hmacKey("", bytes.TrimRight(b, " \t\r\n"), b)
+	if err != nil {
+		return KindHMAC, nil, fmt.Errorf("%w (a secret without the %q prefix)", err, HMACPrefix)
+	}
+	return KindHMAC, []key{k}, nil
+}
+
+// hmacKey makes an HMAC key of secret, which must be long enough and must
+// not be a public key in any form this package reads: a public key is
+// known to everyone, so a secret that is one would let anyone sign. raw,
+// when given, is the secret as written before its trailing spaces were
+// trimmed, checked too (trimming may cut the end off binary DER).
+func hmacKey(kid string, secret, raw []byte) (key, error) {
 	if len(secret) < MinSecretBytes {
-		return KindHMAC, nil, fmt.Errorf("HMAC secret is %d bytes; at least %d are required", len(secret), MinSecretBytes)
+		return key{}, fmt.Errorf("HMAC secret is %d bytes; at least %d are required", len(secret), MinSecretBytes)
 	}
-	return KindHMAC, []key{{key: secret, methods: hmacMethods}}, nil
+	what := publicKeyForm(secret)
+	if what == "" && raw != nil {
+		what = publicKeyForm(raw)
+	}
+	if what != "" {
+		return key{}, fmt.Errorf("the HMAC secret is %s: a public key is never a secret (anyone who has it could sign tokens); give the public key itself as the key file", what)
+	}
+	return key{kid: kid, key: secret, methods: hmacMethods}, nil
+}
+
+// publicKeyForm names the key form b is written in ("a PEM block", "an
+// OpenSSH public key", "a JSON document", "DER of a public key or
+// certificate"), or "" when b is none of them.
+func publicKeyForm(b []byte) string {
+	trimmed := bytes.TrimSpace(b)
+	switch {
+	case bytes.Contains(trimmed, []byte("-----BEGIN")):
+		return "a PEM block"
+	case isSSHLine(trimmed):
+		return "an OpenSSH public key"
+	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
+		return "a JSON document"
+	}
+	if _, found, _ := parseDER(b); found {
+		return "DER of a public key or certificate"
+	}
+	return ""
 }
 
 func parsePEM(b []byte) (key, error) {
@@ -203,10 +294,7 @@ func (j jwk) key() (key, error) {
 		if err != nil {
 			return key{}, err
 		}
-		if len(k) < MinSecretBytes {
-			return key{}, fmt.Errorf("HMAC secret is %d bytes; at least %d are required", len(k), MinSecretBytes)
-		}
-		return key{kid: j.Kid, key: k, methods: hmacMethods}, nil
+		return hmacKey(j.Kid, k, nil)
 	case "RSA":
 		n, err := b64(j.N, "n")
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
@@ -67,10 +68,15 @@ func FromContext(ctx context.Context) *Identity {
 
 // forbid counts a forbidden refusal for ctx's request and returns err.
 func forbid(ctx context.Context, msg string) *Error {
+	return reject(ctx, &Error{Reason: ReasonForbidden, msg: msg})
+}
+
+// reject counts err's refusal for ctx's request and returns err.
+func reject(ctx context.Context, err *Error) *Error {
 	if a, _ := ctx.Value(ctxKey{}).(*authenticated); a != nil && a.reject != nil {
-		a.reject(a.face, ReasonForbidden)
+		a.reject(a.face, err.Reason)
 	}
-	return &Error{Reason: ReasonForbidden, msg: msg}
+	return err
 }
 
 // Subject is the verified token's sub for the request ctx belongs to, and
@@ -121,12 +127,18 @@ func CheckPublish(ctx context.Context, facts []*ringcastv1.Fact) error {
 // ScopeSubscribe fits a subscribe to ctx's identity (nil without auth): a
 // named topic outside the subscribe grant refuses it; with no topics named,
 // the grant becomes the stream's topic filter, so facts outside it are
-// never sent and Progress covers them. The stream ends at the token's exp
-// (hub.ErrExpired).
+// never sent and Progress covers them. A token whose Deadline has passed
+// since it was verified is refused (ReasonExpired), so no stream starts
+// with it; an accepted stream ends at the Deadline (req.Expiry, then
+// hub.ErrExpired): the one instant from which the verifier refuses the
+// same token.
 func ScopeSubscribe(ctx context.Context, req *hub.Request) error {
 	id := FromContext(ctx)
 	if id == nil {
 		return nil
+	}
+	if !id.Valid(time.Now()) {
+		return reject(ctx, Expired())
 	}
 	for i, t := range req.Topics {
 		if !id.Subscribe.Allows(t) {
@@ -139,6 +151,6 @@ func ScopeSubscribe(ctx context.Context, req *hub.Request) error {
 		}
 		req.Topics = append([]string(nil), id.Subscribe...)
 	}
-	req.Expiry = id.Expiry
+	req.Expiry = id.Deadline
 	return nil
 }

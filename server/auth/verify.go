@@ -70,6 +70,11 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Leeway is the clock skew allowed on every time claim: a token is
+// refused from exp + Leeway on (Identity.Deadline), and taken from nbf -
+// Leeway.
+const Leeway = 5 * time.Second
+
 // Verifier checks tokens against one key file. It is safe for concurrent
 // use.
 type Verifier struct {
@@ -100,7 +105,7 @@ func newVerifier(kind KeyKind, keys []key, cfg Config) *Verifier {
 		jwt.WithValidMethods(methods),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
-		jwt.WithLeeway(5 * time.Second),
+		jwt.WithLeeway(Leeway),
 	}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
@@ -114,8 +119,20 @@ func newVerifier(kind KeyKind, keys []key, cfg Config) *Verifier {
 	return &Verifier{kind: kind, keys: keys, parser: jwt.NewParser(opts...)}
 }
 
-// Kind is the kind of key file the verifier uses.
+// Kind is the form of the key file the verifier uses.
 func (v *Verifier) Kind() KeyKind { return v.kind }
+
+// KeyKinds lists the types of the verifier's keys, each once, in file
+// order: hmac, rsa, ecdsa-p256 (-p384, -p521), ed25519.
+func (v *Verifier) KeyKinds() []string {
+	var kinds []string
+	for _, k := range v.keys {
+		if kk := k.kind(); !slices.Contains(kinds, kk) {
+			kinds = append(kinds, kk)
+		}
+	}
+	return kinds
+}
 
 // claims is a ringcast token's payload.
 type claims struct {
@@ -138,7 +155,9 @@ func (v *Verifier) Verify(token string) (*Identity, error) {
 		}
 		return nil, &Error{Reason: ReasonInvalid, msg: MsgInvalid, cause: err}
 	}
-	id := &Identity{Subject: c.Subject, Expiry: c.ExpiresAt.Time}
+	// The parser refused the token unless now < exp + Leeway: the same
+	// instant is the identity's Deadline, which ends its streams.
+	id := &Identity{Subject: c.Subject, Deadline: c.ExpiresAt.Time.Add(Leeway)}
 	if c.Ringcast != nil {
 		id.Publish, id.Subscribe = Grant(c.Ringcast.Publish), Grant(c.Ringcast.Subscribe)
 	}
@@ -176,5 +195,16 @@ type Identity struct {
 	Subject   string
 	Publish   Grant
 	Subscribe Grant
-	Expiry    time.Time
+	// Deadline is the instant from which the server refuses the token
+	// (exp + Leeway): the token is valid at t exactly when t is before
+	// Deadline (Valid). A stream opened with it is accepted only while it
+	// is valid and ends at Deadline, so a token is valid or not, once,
+	// for the same instant on every face.
+	Deadline time.Time
 }
+
+// Valid reports whether the token is still valid at now.
+func (id *Identity) Valid(now time.Time) bool { return now.Before(id.Deadline) }
+
+// Expired is the refusal of a token whose Deadline has passed.
+func Expired() *Error { return &Error{Reason: ReasonExpired, msg: MsgExpired} }

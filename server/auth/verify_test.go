@@ -102,8 +102,8 @@ func TestVerifyRejections(t *testing.T) {
 	if good.Subject != "alice" || !good.Publish.Allows("gauges/eden/g-1") || good.Publish.Allows("gauges/lune") || !good.Subscribe.All() {
 		t.Fatalf("identity %+v", good)
 	}
-	if time.Until(good.Expiry) < 59*time.Minute {
-		t.Errorf("expiry %v", good.Expiry)
+	if time.Until(good.Deadline) < 59*time.Minute {
+		t.Errorf("expiry %v", good.Deadline)
 	}
 
 	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, claims(nil)).SignedString(jwt.UnsafeAllowNoneSignatureType)
@@ -261,4 +261,29 @@ func TestMintRoundTrip(t *testing.T) {
 	if err != nil || len(id.Publish) != 0 || len(id.Subscribe) != 0 {
 		t.Fatalf("no grants: %+v %v", id, err)
 	}
+}
+
+// TestDeadlineIsTheRefusalInstant: a token is accepted exactly until exp
+// + Leeway, and the identity's Deadline, which ends its streams, is that
+// same instant.
+func TestDeadlineIsTheRefusalInstant(t *testing.T) {
+	k := authtest.NewKeys(t)
+	exp := time.Now().Truncate(time.Second).Add(time.Hour)
+	tok := sign(t, jwt.SigningMethodHS256, k.Secret, claims(func(c jwt.MapClaims) { c["exp"] = exp.Unix() }), "")
+	at := func(now time.Time) *auth.Verifier {
+		v, err := auth.NewVerifier(auth.Config{KeyFile: k.SecretFile, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	deadline := exp.Add(auth.Leeway)
+	id, err := at(deadline.Add(-time.Nanosecond)).Verify(tok)
+	if err != nil {
+		t.Fatalf("a nanosecond before exp + leeway: %v", err)
+	}
+	if !id.Deadline.Equal(deadline) || !id.Valid(deadline.Add(-time.Nanosecond)) || id.Valid(deadline) {
+		t.Fatalf("Deadline %v, want %v (exp + leeway), valid before it and not at it", id.Deadline, deadline)
+	}
+	wantReason(t, at(deadline), tok, auth.ReasonExpired)
 }

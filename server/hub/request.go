@@ -31,9 +31,11 @@ type Request struct {
 	// MalformedCursor says the face received a cursor it could not parse
 	// (an SSE Last-Event-ID): the hub answers REASON_MALFORMED_CURSOR.
 	MalformedCursor bool
-	// Expiry, when set, ends the stream with ErrExpired once it passes
-	// (the expiry of the credentials it was opened with): between two
-	// commits, after a Progress covering what was skipped.
+	// Expiry, when set, is the instant from which the credentials the
+	// stream was opened with are refused: a stream whose Expiry has passed
+	// when it starts ends at once with ErrExpired and sends nothing; one
+	// that reaches it ends with ErrExpired between two commits, after a
+	// Progress covering what was skipped.
 	Expiry time.Time
 }
 

@@ -164,6 +164,11 @@ var (
 // run serves the stream and is its one exit: every end that is not an
 // error goes through here, and an errEnded end flushes pending Progress.
 func (s *stream) run(ctx context.Context) error {
+	if s.expires && !time.Now().Before(s.leaseEnd) {
+		// The credentials were refused from this instant on: nothing is
+		// sent, not even a replay (Request.Expiry).
+		return ErrExpired
+	}
 	err := s.start(ctx)
 	if err == nil {
 		err = s.loop(ctx)

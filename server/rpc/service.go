@@ -61,6 +61,10 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 	}
 	hreq := hub.RequestFromProto(hub.FaceConnect, req.Msg)
 	if err := auth.ScopeSubscribe(ctx, &hreq); err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			return connect.NewError(ae.Code(), err)
+		}
 		return connect.NewError(connect.CodePermissionDenied, err)
 	}
 	err := s.hub.Subscribe(ctx, hreq, sink)

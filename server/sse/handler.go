@@ -217,7 +217,12 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 	// With auth on, a topic outside the token's grant is refused and no
 	// topic means the grant (docs/security.md).
 	if err := auth.ScopeSubscribe(r.Context(), &req); err != nil {
-		http.Error(w, err.Error(), http.StatusForbidden)
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			ae.Refuse(w)
+		} else {
+			http.Error(w, err.Error(), http.StatusForbidden)
+		}
 		return hub.Request{}, nil, errAnswered
 	}
 	sk := newSink(w)

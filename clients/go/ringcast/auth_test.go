@@ -107,3 +107,45 @@ func TestTokenRefusalsArePermanent(t *testing.T) {
 		})
 	}
 }
+
+// TestExpiringTokenNeverLoops: a token past its exp but inside the
+// server's leeway is served until the server would refuse it; then the
+// subscription reconnects once at once, the same token is refused, and the
+// iteration ends with unauthenticated. The number of streams is bounded by
+// the reconnect rule (never two reconnects at once in a row), whatever
+// the time it takes.
+func TestExpiringTokenNeverLoops(t *testing.T) {
+	srv, k := authServer(t)
+	for _, p := range ringtest.Protocols {
+		t.Run(string(p), func(t *testing.T) {
+			t.Parallel()
+			tok := k.HS256(t, authtest.Claims("reader", nil, []string{"*"}, -time.Second))
+			c := newClient(t, srv.URL, p, ringcast.WithToken(tok))
+			sub := c.Subscribe()
+			var streams int
+			var reconnects []bool
+			ringcast.SetStreamHook(sub, func() { streams++ })
+			ringcast.SetReconnectHook(sub, func(backoff bool) {
+				if !backoff && len(reconnects) > 0 && !reconnects[len(reconnects)-1] {
+					t.Errorf("two reconnects at once in a row (reconnects so far %v)", reconnects)
+				}
+				reconnects = append(reconnects, backoff)
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a hang guard only
+			defer cancel()
+			var final error
+			for _, err := range sub.Items(ctx) {
+				if err != nil {
+					final = err
+					break
+				}
+			}
+			if ctx.Err() != nil || !ringcast.TokenExpired(final) {
+				t.Fatalf("ended with %v after %d streams, want unauthenticated: token expired", final, streams)
+			}
+			if streams != 2 {
+				t.Errorf("%d streams (reconnects %v), want 2: the one served until the token was refused, and one refused at once", streams, reconnects)
+			}
+		})
+	}
+}

@@ -117,10 +117,13 @@ func WithToken(token string) Option {
 // every (re)connect of a subscription, so a token refreshed by src is used
 // from the next call on. A stream the server ends at its token's expiry
 // (unauthenticated "token expired") is resumed at once with a fresh token
-// from src, from the cursor, losing and repeating nothing; if that fresh
-// token is refused too, or any other unauthenticated or permission_denied
-// error ends a stream, the subscription ends with that error. An error from
-// src fails the call with code unauthenticated, wrapping it.
+// from src, from the cursor, losing and repeating nothing. That happens
+// once per expiry: a stream that ends with "token expired" again before it
+// was healthy (lived Backoff.Reset) is resumed after the backoff delay, so
+// tokens that do not last never make a loop. If a fresh token is refused
+// at once, or any other unauthenticated or permission_denied error ends a
+// stream, the subscription ends with that error. An error from src fails
+// the call with code unauthenticated, wrapping it.
 func WithTokenSource(src TokenSource) Option { return func(o *options) { o.token = src } }
 
 // WithHeader adds a header to every request (auth headers pass through).

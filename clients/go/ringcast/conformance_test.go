@@ -39,12 +39,14 @@ type vector struct {
 		Request   map[string]any    `json:"request"`
 		Responses []json.RawMessage `json:"responses"`
 		End       string            `json:"end"`
+		Message   string            `json:"message"`
 	} `json:"streams"`
 	Expect struct {
 		Items       []map[string]any `json:"items"`
 		End         string           `json:"end"`
 		Cursor      string           `json:"cursor"`
 		NextRequest map[string]any   `json:"nextRequest"`
+		Reconnects  []string         `json:"reconnects"`
 	} `json:"expect"`
 }
 
@@ -115,7 +117,11 @@ func (s *scripted) SubscribeEvents(ctx context.Context, req *connect.Request[rin
 	if err := code.UnmarshalText([]byte(script.End)); err != nil {
 		return connect.NewError(connect.CodeInternal, err)
 	}
-	return connect.NewError(code, errors.New("scripted end"))
+	msg := script.Message
+	if msg == "" {
+		msg = "scripted end"
+	}
+	return connect.NewError(code, errors.New(msg))
 }
 
 // requestJSON is req in the vectors' form: proto JSON with every field.
@@ -139,6 +145,8 @@ type vectorRun struct {
 	cursor string
 	reqs   []*ringcastv1.SubscribeEventsRequest
 	next   *ringcastv1.SubscribeEventsRequest
+	// reconnects is how each reconnect was made: "at_once" or "backoff".
+	reconnects []string
 }
 
 func runVector(t *testing.T, v *vector, cursor string, stopAfter int) vectorRun {
@@ -181,6 +189,14 @@ func runVector(t *testing.T, v *vector, cursor string, stopAfter int) vectorRun 
 		opts = append(opts, ringcast.WithSnapshotInline())
 	}
 	sub := c.Subscribe(opts...)
+	var reconnects []string // written by the iterating goroutine only
+	ringcast.SetReconnectHook(sub, func(backoff bool) {
+		if backoff {
+			reconnects = append(reconnects, "backoff")
+		} else {
+			reconnects = append(reconnects, "at_once")
+		}
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // hang guard
 	defer cancel()
@@ -216,6 +232,7 @@ func runVector(t *testing.T, v *vector, cursor string, stopAfter int) vectorRun 
 		}
 	}
 	cancel()
+	r.reconnects = reconnects
 	r.cursor = sub.Cursor().String()
 	if r.end == "reconnect" {
 		r.next = next
@@ -257,6 +274,9 @@ func TestConformanceVectors(t *testing.T) {
 			}
 			if r.end != v.Expect.End {
 				t.Errorf("end %q, want %q", r.end, v.Expect.End)
+			}
+			if v.Expect.Reconnects != nil && !reflect.DeepEqual(r.reconnects, v.Expect.Reconnects) {
+				t.Errorf("reconnects %v, want %v", r.reconnects, v.Expect.Reconnects)
 			}
 			if r.cursor != v.Expect.Cursor {
 				t.Errorf("cursor %s, want %s", r.cursor, v.Expect.Cursor)

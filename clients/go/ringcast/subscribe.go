@@ -160,8 +160,9 @@ type Subscription struct {
 	mu  sync.Mutex
 	cur Cursor // guarded by mu: the position of what the application was handed
 
-	running  atomic.Bool
-	onStream func() // test hook: called before each stream is opened
+	running     atomic.Bool
+	onStream    func()             // test hook: called before each stream is opened
+	onReconnect func(backoff bool) // test hook: called as each reconnect is decided, backoff false for one at once
 
 	// heartbeat is the interval the server announced (ServerStatus
 	// limits); 0 until one arrives. Used by the iterating goroutine only.
@@ -282,25 +283,43 @@ func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
 			yield(Item{}, ctx.Err())
 			return
 		}
-		if TokenExpired(r.err) && (r.opened || !refreshed) {
-			// The token ran out during the stream: reconnect now, with a
-			// fresh token from the source, from the cursor. If that fresh
-			// token is refused at once (expired already), the error is
-			// returned.
-			refreshed = true
-			log.DebugContext(ctx, "ringcast: token expired; reconnecting with a fresh token", "cursor", s.Cursor().String())
-			continue
+		lived := time.Since(start) >= b.Reset
+		if TokenExpired(r.err) {
+			switch {
+			case refreshed && !r.opened:
+				// A fresh token was refused at once (expired already).
+				yield(Item{}, r.err)
+				return
+			case !refreshed || lived:
+				// The token ran out during a healthy stream: reconnect
+				// now, with a fresh token from the source, from the
+				// cursor.
+				refreshed = true
+				log.DebugContext(ctx, "ringcast: token expired; reconnecting with a fresh token", "cursor", s.Cursor().String())
+				if s.onReconnect != nil {
+					s.onReconnect(false)
+				}
+				continue
+			}
+			// Expired again soon after the reconnect for a fresh token:
+			// the source hands out tokens that do not last, or the
+			// server cut a stream it had just accepted. Back off as for
+			// any failed stream; never a loop without a delay.
+		} else {
+			refreshed = false
+			if r.err != nil && !Retryable(r.err) {
+				yield(Item{}, r.err)
+				return
+			}
 		}
-		refreshed = false
-		if r.err != nil && !Retryable(r.err) {
-			yield(Item{}, r.err)
-			return
-		}
-		if r.progress || time.Since(start) >= b.Reset {
+		if r.progress || lived {
 			attempt = 0
 		}
 		d := max(b.Delay(attempt), retryAfter(r.err))
 		attempt++
+		if s.onReconnect != nil {
+			s.onReconnect(true)
+		}
 		log.DebugContext(ctx, "ringcast: stream ended; reconnecting", "err", r.err, "delay", d, "attempt", attempt, "cursor", s.Cursor().String())
 		t := time.NewTimer(d)
 		select {

@@ -57,7 +57,10 @@ export interface SubscribeOptions {
    * server ends a stream because its token expired (Unauthenticated,
    * "token expired"; see {@link isTokenExpired}), the subscription
    * reconnects at once with a fresh token from the function and resumes
-   * from its cursor. If that fresh token is refused as well, or on any
+   * from its cursor. That happens once per expiry: a stream that ends with
+   * "token expired" again before it was healthy (open `backoff.resetMs`)
+   * is reconnected after the backoff delay, so tokens that do not last
+   * never make a loop. If a fresh token is refused at once, or on any
    * other Unauthenticated or PermissionDenied error, next() rejects with
    * the ConnectError (no retry loop). A function that throws or rejects
    * makes next() reject with an Unauthenticated ConnectError whose cause
@@ -280,8 +283,9 @@ export class Subscription implements AsyncIterable<StreamItem> {
             signal.throwIfAborted();
             error = ConnectError.from(e);
             // A stream that opened and then reached its token's expiry is
-            // reopened with a fresh token; a fresh token refused at once
-            // (expired already) is an error.
+            // reopened with a fresh token (at once, or after the backoff
+            // when it expired again soon after the last refresh; below); a
+            // fresh token refused at once (expired already) is an error.
             if (isTokenExpired(error) && (st.opened || !refreshed)) {
               break; // reconnect at once with a fresh token (below)
             }
@@ -325,12 +329,22 @@ export class Subscription implements AsyncIterable<StreamItem> {
         call.abort();
         stream?.return?.().catch(() => {});
       }
+      const lived = Date.now() - started >= backoff.resetMs;
       if (isTokenExpired(error)) {
-        refreshed = true;
-        continue;
+        if (!refreshed || lived) {
+          // The token ran out during a healthy stream: reconnect at once
+          // with a fresh token, from the cursor.
+          refreshed = true;
+          continue;
+        }
+        // Expired again soon after the reconnect for a fresh token: the
+        // token function hands out tokens that do not last, or the server
+        // cut a stream it had just accepted. Back off as for any failed
+        // stream; never a loop without a delay.
+      } else {
+        refreshed = false;
       }
-      refreshed = false;
-      if (st.progress || Date.now() - started >= backoff.resetMs) {
+      if (st.progress || lived) {
         attempt = 0;
       }
       const delayMs = Math.max(backoffDelay(backoff, attempt), retryAfterMs(error));

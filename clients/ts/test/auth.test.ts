@@ -3,6 +3,7 @@
 // nothing; refusals are permanent.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,8 +19,16 @@ import { protocols, serverBinary, startServer, transportFor, withTimeout, readUn
 
 const fastBackoff = { initialMs: 10, maxMs: 100, minMs: 2 };
 
+const secret = "ts-test-secret-0123456789abcdef-0123456789";
 const keyFile = join(mkdtempSync(join(tmpdir(), "ringcast-auth-")), "secret");
-writeFileSync(keyFile, "ts-test-secret-0123456789abcdef-0123456789\n");
+writeFileSync(keyFile, `hmac:${secret}\n`);
+
+/** hs256 signs claims with the test secret (any JWT library makes the same token). */
+function hs256(claims: Record<string, unknown>): string {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+  const body = `${b64({ alg: "HS256", typ: "JWT" })}.${b64(claims)}`;
+  return `${body}.${createHmac("sha256", secret).update(body).digest("base64url")}`;
+}
 
 /** mint runs `ringcast token` (the CLI under test too). */
 function mint(sub: string, ttl: string, publish: string[], subscribe: string[]): string {
@@ -51,7 +60,10 @@ describe("with --auth jwt", { concurrency: true }, () => {
           topics: ["auth/t"],
           token: async () => {
             calls++;
-            return mint("reader", "2s", [], ["auth/t"]);
+            // exp 3 s ago: the server takes it for the rest of its 5 s
+            // leeway, so a stream lasts 1–2 s.
+            const now = Math.floor(Date.now() / 1000);
+            return Promise.resolve(hs256({ sub: "reader", iat: now - 4, exp: now - 3, ringcast: { subscribe: ["auth/t"] } }));
           },
         });
         const published: string[] = [];
@@ -74,6 +86,52 @@ describe("with --auth jwt", { concurrency: true }, () => {
         // Tokens live at most 2 s and the feed runs 4.5 s: at least one
         // expiry, and a fresh token for the stream after it.
         assert.ok(calls >= 2, `token function called ${calls} times, want once more after an expiry`);
+      } finally {
+        close();
+        await srv.stop();
+      }
+    });
+  }
+
+  for (const protocol of protocols) {
+    it(`serves a token inside the leeway until the server refuses it, then reconnects once and ends: never a loop, over ${protocol}`, async () => {
+      const srv = await startServer(["--demo=false", "--auth", "jwt", "--jwt-key-file", keyFile]);
+      const { transport, close } = transportFor(protocol, srv.url);
+      try {
+        // exp passed a second ago: inside the server's 5 s leeway.
+        const now = Math.floor(Date.now() / 1000);
+        const token = hs256({ sub: "reader", iat: now - 2, exp: now - 1, ringcast: { subscribe: ["*"] } });
+        let connects = 0;
+        let waited = false;
+        const reconnects: string[] = [];
+        const sub = subscribe(transport, {
+          backoff: fastBackoff,
+          token,
+          onConnection: (ev) => {
+            if (ev.state === "reconnecting") waited = true;
+            if (ev.state !== "connecting") return;
+            if (connects++ > 0) reconnects.push(waited ? "backoff" : "at_once");
+            waited = false;
+          },
+        });
+        const err = await withTimeout(
+          (async () => {
+            try {
+              for await (const _ of sub) {
+                /* the replay and CaughtUp, until the token is refused */
+              }
+            } catch (e) {
+              return e;
+            }
+            return undefined;
+          })(),
+          60_000,
+          "the end of the subscription",
+        );
+        assert.ok(isTokenExpired(err), `ended with ${String(err)}, want token expired`);
+        // One stream served until the token was refused, one reconnect at
+        // once refused outright: a count bounded by the rule, not by time.
+        assert.deepEqual(reconnects, ["at_once"], `reconnects ${JSON.stringify(reconnects)}`);
       } finally {
         close();
         await srv.stop();

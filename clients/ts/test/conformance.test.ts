@@ -25,8 +25,8 @@ interface Vector {
   description: string;
   options?: { cursor?: string; topics?: string[]; untilSeq?: string; endAtHead?: boolean; snapshot?: "retained" | "latest_per_key"; snapshotInline?: boolean };
   stopAfterItems?: number;
-  streams: { request: JsonObject; responses: JsonObject[]; end: string }[];
-  expect: { items: JsonObject[]; end: string; cursor: string; nextRequest?: JsonObject };
+  streams: { request: JsonObject; responses: JsonObject[]; end: string; message?: string }[];
+  expect: { items: JsonObject[]; end: string; cursor: string; nextRequest?: JsonObject; reconnects?: string[] };
 }
 
 const dir = join(repoRoot, "clients/conformance/vectors");
@@ -78,6 +78,8 @@ interface Run {
   cursor: string;
   requests: SubscribeEventsRequest[];
   next?: SubscribeEventsRequest;
+  /** How each reconnect was made: "at_once" or "backoff" (after a "reconnecting" delay). */
+  reconnects: string[];
 }
 
 async function run(v: Vector, cursor: string | undefined, stopAfter: number): Promise<Run> {
@@ -101,7 +103,7 @@ async function run(v: Vector, cursor: string | undefined, stopAfter: number): Pr
         if (script.end === "hang") {
           await quiet(ctx);
         } else if (script.end !== "ok") {
-          throw new ConnectError("scripted end", codeOf(script.end));
+          throw new ConnectError(script.message ?? "scripted end", codeOf(script.end));
         }
       },
       publish() {
@@ -120,6 +122,15 @@ async function run(v: Vector, cursor: string | undefined, stopAfter: number): Pr
   if (o.endAtHead) opts.endAtHead = true;
   if (o.snapshot) opts.snapshot = o.snapshot;
   if (o.snapshotInline) opts.onUnservable = "snapshot_inline";
+  const reconnects: string[] = [];
+  let connects = 0;
+  let waited = false;
+  opts.onConnection = (ev) => {
+    if (ev.state === "reconnecting") waited = true;
+    if (ev.state !== "connecting") return;
+    if (connects++ > 0) reconnects.push(waited ? "backoff" : "at_once");
+    waited = false;
+  };
   const sub = subscribe(transport, opts);
   const it = sub[Symbol.asyncIterator]();
   const items: JsonObject[] = [];
@@ -147,7 +158,7 @@ async function run(v: Vector, cursor: string | undefined, stopAfter: number): Pr
     }
   }
   stop.abort();
-  return { items, end, cursor: sub.cursorString(), requests, ...(next ? { next } : {}) };
+  return { items, end, cursor: sub.cursorString(), requests, reconnects, ...(next ? { next } : {}) };
 }
 
 describe("conformance vectors (clients/conformance)", () => {
@@ -158,6 +169,7 @@ describe("conformance vectors (clients/conformance)", () => {
       assert.deepEqual(r.items, v.expect.items, "items");
       assert.equal(r.end, v.expect.end, "end");
       assert.equal(r.cursor, v.expect.cursor, "cursor");
+      if (v.expect.reconnects !== undefined) assert.deepEqual(r.reconnects, v.expect.reconnects, "reconnects");
       v.streams.forEach((s, i) => {
         const req = r.requests[i];
         if (req !== undefined) assert.deepEqual(requestJson(req), s.request, `request ${i}`);

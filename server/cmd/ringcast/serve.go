@@ -64,7 +64,7 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "on SIGTERM or interrupt, how long to go on serving everything (the listener open, /healthz 200) while /readyz answers 503 and gRPC health NOT_SERVING, before draining: time for load balancers to send new clients elsewhere; a second signal drains at once (0: drain at once, the listener closes with the signal)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for streams to end after DRAINING")
 	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "who may publish and subscribe: none, or jwt (a bearer token verified with --jwt-key-file; docs/security.md)")
-	fs.StringVar(&cfg.JWTKeyFile, "jwt-key-file", "", "key that verifies tokens: an HMAC secret, a PEM public key or a JWKS (detected)")
+	fs.StringVar(&cfg.JWTKeyFile, "jwt-key-file", "", "key that verifies tokens, read by its content: a JWKS, a PEM public key or certificate, DER (bare or base64) of one, an OpenSSH public key line, or an HMAC secret written as \"hmac:<secret>\" (docs/security.md)")
 	fs.StringVar(&cfg.JWTIssuer, "jwt-issuer", "", "required token issuer (iss), when set")
 	fs.StringVar(&cfg.JWTAudience, "jwt-audience", "", "required token audience (aud), when set")
 	fs.BoolVar(&cfg.AllowUnauthenticated, "allow-unauthenticated", false, "serve a non-loopback --addr with --auth none (logs a warning at start)")

@@ -63,3 +63,31 @@ func TestServeRefusesOpenNonLoopback(t *testing.T) {
 		t.Fatalf("jwt without a key file: exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// TestTokenRefusesGrantsAndLifetimesThatMakeNoSense: a grant that matches
+// no topic and a lifetime out of bounds are refused, the error names the
+// flag, and no token is printed.
+func TestTokenRefusesGrantsAndLifetimesThatMakeNoSense(t *testing.T) {
+	k := authtest.NewKeys(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--publish", "BAD TOPIC"}, `--publish "BAD TOPIC" matches no topic`},
+		{[]string{"--subscribe", "gauges//eden"}, `--subscribe "gauges//eden" matches no topic`},
+		{[]string{"--subscribe", "*", "--publish", "Gauges/Eden"}, `--publish "Gauges/Eden" matches no topic`},
+		{[]string{"--ttl", "876000h"}, "--ttl 876000h0m0s"},
+		{[]string{"--ttl", "0s"}, "--ttl 0s"},
+		{[]string{"--ttl", "-1h"}, "--ttl -1h0m0s"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"token", "--key-file", k.SecretFile, "--sub", "x"}, c.args...)
+		if code := run(args, strings.NewReader(""), &out, &errOut); code != 1 || out.Len() != 0 || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want an error naming %s", c.args, code, out.String(), errOut.String(), c.want)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"token", "--key-file", k.SecretFile, "--sub", "x", "--publish", "*", "--subscribe", "gauges/eden", "--ttl", "8760h"}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Errorf("a year, * and a topic: exit %d, %s", code, errOut.String())
+	}
+}
