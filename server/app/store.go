@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -40,6 +41,10 @@ type Store struct {
 	NATSMaxMsgs  int64
 	// NATSConn, when set, is used instead of NATSURLs (tests, embedding).
 	NATSConn *nats.Conn
+	// Recover serves a damaged stream (acknowledged commits lost, holes,
+	// oldest commits gone without its limits discarding them) under a new
+	// epoch instead of refusing to start (--store-recover).
+	Recover bool
 }
 
 func (s Store) validate() []error {
@@ -68,7 +73,7 @@ func (s Store) validate() []error {
 
 // openStore opens the Log of a durable store (nil for memory) and returns
 // what closes it once the hub is closed.
-func openStore(cfg Config) (hub.Log, func(), error) {
+func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 	s := cfg.Store
 	if s.Kind == "" || s.Kind == StoreMemory {
 		return nil, func() {}, nil
@@ -100,7 +105,7 @@ func openStore(cfg Config) (hub.Log, func(), error) {
 		}
 		closers = append(closers, nc.Close)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	l, err := natslog.Open(ctx, nc, natslog.Options{
 		Stream:     s.NATSStream,
@@ -110,9 +115,14 @@ func openStore(cfg Config) (hub.Log, func(), error) {
 		MaxMsgs:    s.NATSMaxMsgs,
 		Duplicates: cfg.DedupeWindow,
 		Logger:     cfg.Logger,
+		Recover:    s.Recover,
 	})
 	if err != nil {
 		closeAll()
+		var d *natslog.DamagedError
+		if errors.As(err, &d) && s.Kind == StoreEmbedded && s.NATSConn == nil {
+			return nil, nil, fmt.Errorf("%w (its files: %s)", err, filepath.Join(s.DataDir, "jetstream", "$G", "streams", d.Stream, "msgs"))
+		}
 		return nil, nil, err
 	}
 	if c := l.Config(); c.Duplicates != cfg.DedupeWindow {

@@ -84,6 +84,9 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 				return nil, l.replacedAck(first, known) // see replacedAck
 			}
 			l.saw(last)
+			if err := l.mark(ctx, last); err != nil {
+				return nil, err
+			}
 			for k, i := range pending {
 				rs[i] = hub.Receipt{Seq: last - uint64(len(pending)-1-k), Time: at}
 			}

@@ -56,6 +56,9 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives lifecycle logs. Default: discard.
 	Logger *slog.Logger
+	// Recover makes Open serve a damaged stream (see DamagedError) under a
+	// new epoch, logged at Warn, instead of refusing it.
+	Recover bool
 }
 
 func (o Options) withDefaults() Options {
@@ -107,6 +110,18 @@ type Log struct {
 
 	mu     sync.Mutex
 	atomic bool // the stream allows atomic batch publish (see AppendBatch)
+
+	// The record of the stream in MetaBucket (see mark.go): kv and key
+	// locate it; gen is the generation this Log serves; marked is the
+	// high-water mark recorded; first and deleted are the first seq and
+	// the holes the stream may have without damage.
+	kv                     jetstream.KeyValue
+	key                    string
+	gen                    uint64
+	marked, first, deleted atomic.Uint64
+	markMu                 sync.Mutex
+	cached                 record // guarded by markMu, at revision rev (0: read again)
+	rev                    uint64
 }
 
 // saw records that the stream holds seq.
@@ -170,13 +185,21 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	}
 	l.stream, l.info, l.created = st, info.Config, info.Created
 	l.atomic = info.Config.AllowAtomicPublish
-	l.epoch = Epoch(info.Config.Name, info.Created)
+	if l.kv, err = l.meta(ctx); err != nil {
+		return nil, err
+	}
+	l.key = metaKey(opts.Stream)
+	if err := l.check(ctx, info); err != nil {
+		return nil, err
+	}
+	l.info = info.Config
+	l.saw(info.State.LastSeq)
 	opts.Logger.Info("JetStream stream",
 		"stream", info.Config.Name, "epoch", hub.FormatEpoch(l.epoch), "created", info.Created,
 		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
 		"max_msgs", info.Config.MaxMsgs, "duplicates", info.Config.Duplicates,
 		"atomic_publish", info.Config.AllowAtomicPublish,
-		"first", info.State.FirstSeq, "last", info.State.LastSeq)
+		"first", info.State.FirstSeq, "last", info.State.LastSeq, "acknowledged", l.marked.Load(), "generation", l.gen)
 	return l, nil
 }
 
@@ -243,11 +266,14 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	if !ack.Duplicate && ack.Sequence <= known {
 		return hub.Receipt{}, l.replacedAck(ack.Sequence, known)
 	}
+	l.saw(ack.Sequence)
+	if err := l.mark(ctx, ack.Sequence); err != nil {
+		return hub.Receipt{}, err
+	}
 	// A duplicate's PubAck carries the original's stream sequence (JetStream
 	// keeps it with the key for the duplicate window; a key whose original
 	// is still being stored is an error, retried by the client).
 	r := hub.Receipt{Seq: ack.Sequence, Time: at, Duplicate: ack.Duplicate}
-	l.saw(ack.Sequence)
 	if ack.Duplicate {
 		if r.Time, err = l.originalTime(ctx, ack.Sequence, at); err != nil {
 			return hub.Receipt{}, err
@@ -296,6 +322,7 @@ func decode(epoch, seq uint64, hdr nats.Header, data []byte) (*hub.Event, error)
 func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
+	known := l.head.Load() // before the question: what the answer must hold
 	info, err := l.stream.Info(ctx)
 	if err != nil {
 		return 0, 0, err
@@ -303,10 +330,22 @@ func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	if err := l.same(info); err != nil {
 		return 0, 0, err
 	}
+	if err := l.checkRunning(known, info); err != nil {
+		return 0, 0, err
+	}
 	s := info.State
 	l.saw(s.LastSeq)
 	if s.Msgs == 0 {
 		return s.LastSeq + 1, s.LastSeq, nil
+	}
+	if s.NumDeleted > 0 {
+		// Holes a recovery accepted (anything else is damage): the last
+		// commit the stream holds may be below its last seq.
+		m, err := l.stream.GetLastMsgForSubject(ctx, l.subject)
+		if err != nil {
+			return 0, 0, err
+		}
+		return s.FirstSeq, m.Sequence, nil
 	}
 	return s.FirstSeq, s.LastSeq, nil
 }
