@@ -105,8 +105,13 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 		}
 		closers = append(closers, nc.Close)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+	if !s.Recover {
+		// A recovery reads the whole stream first: it is bounded only by
+		// ctx (a signal).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	l, err := natslog.Open(ctx, nc, natslog.Options{
 		Stream:     s.NATSStream,
 		Replicas:   s.NATSReplicas,

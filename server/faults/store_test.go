@@ -15,8 +15,8 @@ import (
 
 // TestStoreCorruptedWhileConsumersHoldCursors: with the embedded store,
 // consumers on every protocol hold cursors while commits flow; the server
-// stops, the stream's first message block is cut to half its size
-// (acknowledged commits lost), and the server refuses to start
+// stops, 200 bytes in the middle of the stream's first message block are
+// overwritten (acknowledged commits lost or unreadable), and the server refuses to start
 // on it, naming the stream. Started with --store-recover it serves a new
 // epoch: every consumer resyncs with EPOCH_MISMATCH and is given, under
 // the new epoch, the commits that survived (each as it was acknowledged)
@@ -37,10 +37,18 @@ func TestStoreCorruptedWhileConsumersHoldCursors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(blk, fi.Size()/2); err != nil {
+	f, err := os.OpenFile(blk, os.O_RDWR, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.srv.startRefused(); !strings.Contains(err.Error(), `stream "ringcast" is damaged`) || !strings.Contains(err.Error(), "--store-recover") {
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xa5", 200)), fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.srv.startRefused(); !strings.Contains(err.Error(), `stream "ringcast"`) ||
+		!(strings.Contains(err.Error(), "is damaged") || strings.Contains(err.Error(), "cannot be read") || strings.Contains(err.Error(), "corrupted")) {
 		t.Fatalf("start on the damaged store: %v; want a refusal naming the stream", err)
 	}
 	r.srv.args = append(r.srv.args, "--store-recover")

@@ -1,6 +1,7 @@
 package natslog_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/hub"
@@ -51,6 +53,18 @@ func damageBlock(t *testing.T, dataDir, stream, how string) {
 		err = os.Truncate(blk, 0)
 	case "delete":
 		err = os.Remove(blk)
+	case "payload":
+		// Only the bytes of commit 15's fact, not the record around them.
+		data, rerr := os.ReadFile(blk)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		i := bytes.Index(data, []byte(marker(15)))
+		if i < 0 {
+			t.Fatal("commit 15's fact not found in the block")
+		}
+		copy(data[i:], strings.Repeat("X", len(marker(15))))
+		err = os.WriteFile(blk, data, fi.Mode())
 	default:
 		t.Fatalf("damage %q", how)
 	}
@@ -59,17 +73,47 @@ func damageBlock(t *testing.T, dataDir, stream, how string) {
 	}
 }
 
+// marker is the text of commit n's fact.
+func marker(n int) string { return fmt.Sprintf("commit-marker-%04d", n) }
+
+func markedFact(n int) *ringcastv1.Fact {
+	s, _ := structpb.NewStruct(map[string]any{"m": marker(n)})
+	return &ringcastv1.Fact{Topic: "t", Type: "test.fact", Payload: &ringcastv1.Fact_Data{Data: s}}
+}
+
+// startDamaged opens the stream and starts a hub on it, and returns the
+// error of whichever refused: Open (the stream's state) or the hub's
+// rebuild (a commit whose bytes changed).
+func startDamaged(t *testing.T, ctx context.Context, dir string) error {
+	ns, nc := embedded(t, dir)
+	defer func() {
+		nc.Close()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}()
+	l, err := natslog.Open(ctx, nc, natslog.Options{})
+	if err != nil {
+		return err
+	}
+	h, err := hub.NewContext(ctx, hub.Config{Log: l, Window: 64, Lease: -1})
+	if err == nil {
+		h.Close()
+	}
+	return err
+}
+
 // TestADamagedEmbeddedStoreIsNotServedUnderItsEpoch: 20 keyed commits,
 // a clean stop, the stream's first message block damaged on disk (bytes
-// overwritten, truncated, emptied, deleted), a start: Open refuses the
-// stream, naming it and the damage, and says so again on a second start.
+// overwritten, bytes of one commit's payload changed, truncated, emptied,
+// deleted), a start: it is refused, naming the stream and the damage, and
+// again on a second start.
 // With Recover it is served under a new epoch: a consumer's cursor of the
 // old epoch gets ResyncRequired, a new commit gets a seq above every seq
 // acknowledged before (none reissued), a retried key acknowledged before
 // gets a receipt of the new epoch only, and a clean restart after the
 // recovery keeps the new epoch. Without damage a restart keeps the epoch.
 func TestADamagedEmbeddedStoreIsNotServedUnderItsEpoch(t *testing.T) {
-	for _, how := range []string{"none", "overwrite", "truncate", "empty", "delete"} {
+	for _, how := range []string{"none", "overwrite", "payload", "truncate", "empty", "delete"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			var epoch uint64
@@ -81,7 +125,7 @@ func TestADamagedEmbeddedStoreIsNotServedUnderItsEpoch(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := 1; i <= 20; i++ {
-					if r := publish(t, h, fmt.Sprintf("k%d", i), fact("t", "", i)); r.Seq != uint64(i) {
+					if r := publish(t, h, fmt.Sprintf("k%d", i), markedFact(i)); r.Seq != uint64(i) {
 						t.Fatalf("receipt %+v, want seq %d", r, i)
 					}
 				}
@@ -103,16 +147,15 @@ func TestADamagedEmbeddedStoreIsNotServedUnderItsEpoch(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			for start := range 2 {
-				ns, nc := embedded(t, dir)
-				_, err := natslog.Open(ctx, nc, natslog.Options{})
+				err := startDamaged(t, ctx, dir)
+				if !errors.Is(err, hub.ErrLogDamaged) || !strings.Contains(err.Error(), `stream "ringcast"`) {
+					t.Fatalf("start %d after %s: %v; want it refused as damaged, naming the stream", start+1, how, err)
+				}
 				var d *natslog.DamagedError
-				if !errors.As(err, &d) || !errors.Is(err, hub.ErrLogDamaged) || !strings.Contains(err.Error(), `stream "ringcast"`) || d.Epoch != epoch {
-					t.Fatalf("start %d after %s: Open = %v; want a DamagedError naming the stream and epoch %x", start+1, how, err, epoch)
+				if errors.As(err, &d) && d.Epoch != epoch {
+					t.Fatalf("damage reported for epoch %x, want %x", d.Epoch, epoch)
 				}
 				t.Logf("start %d: %v", start+1, err)
-				nc.Close()
-				ns.Shutdown()
-				ns.WaitForShutdown()
 			}
 			var recovered uint64
 			{

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ringcast/ringcast/server/hub"
@@ -221,10 +222,30 @@ func (l *Log) putRecord(ctx context.Context, r record, rev uint64) (ok bool, err
 // generation, epoch and mark: it makes the record of a stream that has none
 // (or whose record is of an earlier stream of its name), refuses a damaged
 // stream, or with Options.Recover moves it to a new generation.
-func (l *Log) check(ctx context.Context, info *jetstream.StreamInfo) error {
+func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error {
 	gen, err := generationOf(info.Config)
 	if err != nil {
 		return err
+	}
+	var bad []uint64 // commits that cannot be read or are corrupted
+	unreadable := uint64(0)
+	if l.opts.Recover {
+		if bad, err = l.corrupted(long, info.State.FirstSeq, info.State.LastSeq); err != nil {
+			return err
+		}
+		for _, seq := range bad {
+			// A commit the server serves but whose bytes changed is
+			// removed; one the server cannot read itself it skips, and the
+			// new generation accepts it as a hole.
+			if err := l.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				unreadable++
+			}
+		}
+		if len(bad) > 0 {
+			if info, err = l.stream.Info(ctx); err != nil {
+				return fmt.Errorf("JetStream stream %q: %w", l.opts.Stream, err)
+			}
+		}
 	}
 	st := info.State
 	for {
@@ -245,12 +266,15 @@ func (l *Log) check(ctx context.Context, info *jetstream.StreamInfo) error {
 		gen = max(gen, rec.Generation)
 		rec.Generation = gen
 		d := damage(rec, info.Config, st, time.Now())
+		if len(bad) > 0 {
+			d = append(d, fmt.Sprintf("%d commits are corrupted or cannot be read (seqs %s)", len(bad), seqList(bad)))
+		}
 		if len(d) > 0 {
 			if !l.opts.Recover {
 				return &DamagedError{Stream: l.opts.Stream, Epoch: epochOf(l.opts.Stream, info.Created, gen), Damage: d}
 			}
 			old := epochOf(l.opts.Stream, info.Created, gen)
-			next := record{Created: info.Created, Generation: gen + 1, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted)}
+			next := record{Created: info.Created, Generation: gen + 1, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted) + unreadable}
 			if ok, err := l.putRecord(ctx, next, rev); err != nil {
 				return err
 			} else if !ok {
@@ -275,6 +299,85 @@ func (l *Log) check(ctx context.Context, info *jetstream.StreamInfo) error {
 		l.deleted.Store(rec.Deleted)
 		return nil
 	}
+}
+
+// corrupted reads every commit of the stream from first to last and
+// returns the seqs of those whose bytes do not match their checksum or do
+// not decode. It logs its progress every rebuildProgress and stops when
+// ctx ends.
+func (l *Log) corrupted(ctx context.Context, first, last uint64) ([]uint64, error) {
+	var bad []uint64
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for from := max(first, 1); from <= last; {
+		next := from
+		rctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+		err := l.directGet(rctx, from, blockSize, func(seq uint64, hdr nats.Header, data []byte) error {
+			for s := next; s < seq && l.deleted.Load() == 0; s++ {
+				bad = append(bad, s) // skipped: the server could not read it
+			}
+			if _, err := l.decode(seq, hdr, data); errors.Is(err, hub.ErrLogDamaged) {
+				bad = append(bad, seq)
+			}
+			next = max(next, seq+1)
+			return nil
+		})
+		cancel()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("check the commits of JetStream stream %q: stopped at seq %d of %d: %w", l.opts.Stream, from, last, context.Cause(ctx))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("check the commits of JetStream stream %q at seq %d: %w", l.opts.Stream, from, err)
+		}
+		if next == from {
+			break // nothing at or after from
+		}
+		from = next
+		select {
+		case <-tick.C:
+			l.opts.Logger.Info("--store-recover: checking the stream's commits", "stream", l.opts.Stream, "seq", from-1, "last", last, "corrupted", len(bad))
+		default:
+		}
+	}
+	return bad, nil
+}
+
+// checkGap is called when a read of the stream skipped the seqs from
+// missing to upto: it returns an error wrapping hub.ErrLogDamaged unless
+// the stream's limits discarded them or a recovery accepted holes. (The
+// NATS server skips a message whose bytes on disk do not match its own
+// checksum as if it were deleted, without changing the stream's state.)
+func (l *Log) checkGap(ctx context.Context, missing, upto uint64) error {
+	if missing > upto || l.deleted.Load() > 0 {
+		return nil
+	}
+	info, err := l.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.State.FirstSeq > upto || info.State.NumDeleted > 0 {
+		return nil // discarded by the limits, or holes Range reports
+	}
+	return &CorruptError{Stream: l.opts.Stream, Seq: missing, Upto: upto}
+}
+
+// progressEvery is how often a long check of the stream logs its progress.
+const progressEvery = 5 * time.Second
+
+// seqList shows up to 20 seqs.
+func seqList(seqs []uint64) string {
+	var b strings.Builder
+	for i, s := range seqs {
+		if i == 20 {
+			fmt.Fprintf(&b, " … (%d more)", len(seqs)-20)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatUint(s, 10))
+	}
+	return b.String()
 }
 
 // setGeneration writes gen into the stream's metadata when it has less.
