@@ -63,7 +63,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Int64Var(&cfg.Store.NATSMaxBytes, "nats-max-bytes", 0, "size limit of a stream ringcast creates, in bytes (0: none); the oldest commits go first")
 	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", 0, "age limit of a stream ringcast creates (0: none)")
 	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", 0, "commit count limit of a stream ringcast creates (0: none)")
-	fs.BoolVar(&cfg.Store.Recover, "store-recover", false, "serve a damaged stream (acknowledged commits lost, holes, oldest commits gone without its limits discarding them) under a NEW epoch, every consumer resyncing, instead of refusing to start (--store embedded or jetstream)")
+	fs.BoolVar(&cfg.Store.Recover, "store-recover", false, "serve a damaged stream (acknowledged commits lost, holes, oldest commits gone without its limits discarding them, commits whose bytes changed) under a NEW epoch, every consumer resyncing, instead of refusing to start (--store embedded or jetstream)")
 	fs.IntVar(&cfg.Rebuild, "state-rebuild", cfg.Rebuild, "with a durable store, the newest commits read at start to rebuild the ring and the LATEST_PER_KEY table")
 	var allowedHosts, corsOrigins stringList
 	fs.Var(&allowedHosts, "allowed-host", "with --auth none on loopback: a Host name to answer besides loopback names (repeatable); others get 403")
