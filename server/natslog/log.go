@@ -124,7 +124,8 @@ type Log struct {
 	gen                    uint64
 	marked, first, deleted atomic.Uint64
 	markMu                 sync.Mutex
-	cached                 record // guarded by markMu, at revision rev (0: read again)
+	cond                   condState // the last store condition met (Condition)
+	cached                 record    // guarded by markMu, at revision rev (0: read again)
 	rev                    uint64
 }
 
@@ -266,15 +267,16 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	known := l.head.Load()
 	ack, err := l.js.PublishMsg(ctx, m)
 	if err != nil {
-		return hub.Receipt{}, err
+		return hub.Receipt{}, l.condition(err)
 	}
 	if !ack.Duplicate && ack.Sequence <= known {
 		return hub.Receipt{}, l.replacedAck(ack.Sequence, known)
 	}
 	l.saw(ack.Sequence)
 	if err := l.mark(ctx, ack.Sequence); err != nil {
-		return hub.Receipt{}, err
+		return hub.Receipt{}, l.condition(err)
 	}
+	l.cond.ok(!ack.Duplicate)
 	// A duplicate's PubAck carries the original's stream sequence (JetStream
 	// keeps it with the key for the duplicate window; a key whose original
 	// is still being stored is an error, retried by the client).
@@ -374,8 +376,9 @@ func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	known := l.head.Load() // before the question: what the answer must hold
 	info, err := l.stream.Info(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, l.condition(err)
 	}
+	l.cond.ok(false)
 	if err := l.same(info); err != nil {
 		return 0, 0, err
 	}

@@ -27,7 +27,7 @@ func (l *Log) Read(ctx context.Context, dst []*hub.Event, from uint64, max int) 
 	n := len(dst)
 	dst, err := l.read(ctx, dst, from, max)
 	if err != nil {
-		return dst, err
+		return dst, l.condition(err)
 	}
 	// A seq the stream holds but the read skipped is damage (checkGap).
 	want := max64(from, 1)
