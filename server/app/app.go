@@ -239,7 +239,7 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	h, err := hub.NewContext(ctx, hubCfg)
 	if err != nil {
 		closeStore()
-		return nil, fmt.Errorf("start hub: %w", err)
+		return nil, fmt.Errorf("start hub: %w", cfg.Store.nameFiles(err))
 	}
 	mux := http.NewServeMux()
 	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)

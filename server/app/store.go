@@ -71,6 +71,19 @@ func (s Store) validate() []error {
 	return errs
 }
 
+// nameFiles adds to an error saying the embedded store's stream is
+// damaged where the stream's message blocks are.
+func (s Store) nameFiles(err error) error {
+	if !errors.Is(err, hub.ErrLogDamaged) || s.Kind != StoreEmbedded || s.NATSConn != nil {
+		return err
+	}
+	stream := s.NATSStream
+	if stream == "" {
+		stream = natslog.DefaultStream
+	}
+	return fmt.Errorf("%w (its message blocks: %s)", err, filepath.Join(s.DataDir, "jetstream", "$G", "streams", stream, "msgs"))
+}
+
 // openStore opens the Log of a durable store (nil for memory) and returns
 // what closes it once the hub is closed.
 func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
@@ -124,11 +137,7 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 	})
 	if err != nil {
 		closeAll()
-		var d *natslog.DamagedError
-		if errors.As(err, &d) && s.Kind == StoreEmbedded && s.NATSConn == nil {
-			return nil, nil, fmt.Errorf("%w (its files: %s)", err, filepath.Join(s.DataDir, "jetstream", "$G", "streams", d.Stream, "msgs"))
-		}
-		return nil, nil, err
+		return nil, nil, s.nameFiles(err)
 	}
 	if c := l.Config(); c.Duplicates != cfg.DedupeWindow {
 		cfg.Logger.Warn("the stream's duplicate window differs from --dedupe-window; JetStream's applies across restarts and replicas",

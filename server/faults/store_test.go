@@ -17,7 +17,7 @@ import (
 // consumers on every protocol hold cursors while commits flow; the server
 // stops, 200 bytes in the middle of the stream's first message block are
 // overwritten (acknowledged commits lost or unreadable), and the server refuses to start
-// on it, naming the stream. Started with --store-recover it serves a new
+// on it, naming the stream and its message blocks' directory. Started with --store-recover it serves a new
 // epoch: every consumer resyncs with EPOCH_MISMATCH and is given, under
 // the new epoch, the commits that survived (each as it was acknowledged)
 // and every commit published after, once, in order; no seq acknowledged
@@ -48,6 +48,7 @@ func TestStoreCorruptedWhileConsumersHoldCursors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := r.srv.startRefused(); !strings.Contains(err.Error(), `stream "ringcast"`) ||
+		!strings.Contains(err.Error(), filepath.Dir(blk)) ||
 		!(strings.Contains(err.Error(), "is damaged") || strings.Contains(err.Error(), "cannot be read") || strings.Contains(err.Error(), "corrupted")) {
 		t.Fatalf("start on the damaged store: %v; want a refusal naming the stream", err)
 	}
