@@ -39,7 +39,7 @@ import (
 // metadata, MetaGeneration, and in the record) goes up by one, and the
 // epoch is the hash of the stream's name, creation time and generation, so
 // that every consumer's cursor of the old epoch gets ResyncRequired. Seqs
-// go on from the stream's last seq, never reissued. Range (about every
+// go on from the stream's last seq: none is reissued under an epoch. Range (about every
 // second) checks the stream against what this Log has seen the same way,
 // and so notices a stream purged or cut under a running replica: the error
 // wraps hub.ErrLogDamaged, on which the hub drains and stops.
