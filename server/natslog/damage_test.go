@@ -238,7 +238,14 @@ func TestAStreamPurgedOrHoledUnderAReplicaStopsIt(t *testing.T) {
 			l := openLog(t, nc, natslog.Options{})
 			h := newHub(t, l, 16)
 			for i := range 6 {
-				publish(t, h, fmt.Sprintf("k%d", i), fact("t", "", i))
+				if _, err := h.Publish([]*ringcastv1.Fact{fact("t", "", i)}, fmt.Sprintf("k%d", i)); err != nil {
+					select {
+					case ferr := <-h.Failed():
+						t.Fatalf("publish %d: %v; the hub failed: %v", i, err, ferr)
+					default:
+						t.Fatalf("publish %d: %v", i, err)
+					}
+				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

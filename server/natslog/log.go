@@ -373,7 +373,7 @@ func (e *CorruptError) Unwrap() error { return hub.ErrLogDamaged }
 func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
-	known := l.head.Load() // before the question: what the answer must hold
+	known := max(l.head.Load(), l.marked.Load()) // before the question: what the answer must hold
 	info, err := l.stream.Info(ctx)
 	if err != nil {
 		return 0, 0, l.condition(err)
@@ -382,7 +382,7 @@ func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	if err := l.same(info); err != nil {
 		return 0, 0, err
 	}
-	if err := l.checkRunning(known, info); err != nil {
+	if err := l.checkRunning(ctx, known, info); err != nil {
 		return 0, 0, err
 	}
 	s := info.State

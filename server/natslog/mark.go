@@ -196,26 +196,27 @@ func (l *Log) getRecord(ctx context.Context) (record, uint64, error) {
 	return r, e.Revision(), nil
 }
 
-// putRecord writes r if the record is still at rev (0: absent). ok is false
-// when another writer came first.
-func (l *Log) putRecord(ctx context.Context, r record, rev uint64) (ok bool, err error) {
+// putRecord writes r if the record is still at rev (0: absent) and
+// returns its new revision; 0 when another writer came first.
+func (l *Log) putRecord(ctx context.Context, r record, rev uint64) (uint64, error) {
 	data, err := json.Marshal(r)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
+	var nrev uint64
 	if rev == 0 {
-		_, err = l.kv.Create(ctx, l.key, data)
+		nrev, err = l.kv.Create(ctx, l.key, data)
 	} else {
-		_, err = l.kv.Update(ctx, l.key, data, rev)
+		nrev, err = l.kv.Update(ctx, l.key, data, rev)
 	}
 	var apiErr *jetstream.APIError
 	if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
-		return false, nil
+		return 0, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("write %s/%s: %w", MetaBucket, l.key, err)
+		return 0, fmt.Errorf("write %s/%s: %w", MetaBucket, l.key, err)
 	}
-	return true, nil
+	return nrev, nil
 }
 
 // check compares the stream with its record at Open, and sets the Log's
@@ -256,12 +257,13 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 		if rev == 0 || !rec.Created.Equal(info.Created) {
 			// No record of this stream: what it holds now is the baseline.
 			fresh := record{Created: info.Created, Generation: gen, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted)}
-			if ok, err := l.putRecord(ctx, fresh, rev); err != nil {
+			nrev, err := l.putRecord(ctx, fresh, rev)
+			if err != nil {
 				return err
-			} else if !ok {
+			} else if nrev == 0 {
 				continue
 			}
-			rec = fresh
+			rec, rev = fresh, nrev
 		}
 		gen = max(gen, rec.Generation)
 		rec.Generation = gen
@@ -275,12 +277,13 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 			}
 			old := epochOf(l.opts.Stream, info.Created, gen)
 			next := record{Created: info.Created, Generation: gen + 1, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted) + unreadable}
-			if ok, err := l.putRecord(ctx, next, rev); err != nil {
+			nrev, err := l.putRecord(ctx, next, rev)
+			if err != nil {
 				return err
-			} else if !ok {
+			} else if nrev == 0 {
 				continue // another replica wrote first: check against its record
 			}
-			rec, gen = next, next.Generation
+			rec, rev, gen = next, nrev, next.Generation
 			l.opts.Logger.Warn("the JetStream stream is damaged; --store-recover: it is served under a NEW epoch, every consumer resyncs",
 				"stream", l.opts.Stream, "damage", strings.Join(d, "; "),
 				"old_epoch", hub.FormatEpoch(old), "epoch", hub.FormatEpoch(epochOf(l.opts.Stream, info.Created, gen)),
@@ -293,7 +296,7 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 		}
 		l.gen = gen
 		l.epoch = epochOf(l.opts.Stream, info.Created, gen)
-		l.cached, l.rev = rec, 0
+		l.cached, l.rev = rec, rev // the record as written, or with this generation and first seq
 		l.marked.Store(rec.Acked)
 		l.first.Store(rec.First)
 		l.deleted.Store(rec.Deleted)
@@ -424,7 +427,10 @@ func (l *Log) mark(ctx context.Context, seq uint64) error {
 				return err
 			}
 		}
-		if rev == 0 || !rec.Created.Equal(l.created) || rec.Generation != l.gen {
+		if rev == 0 {
+			return fmt.Errorf("record the acknowledged seq %d: %s/%s is missing", target, MetaBucket, l.key)
+		}
+		if !rec.Created.Equal(l.created) || rec.Generation != l.gen {
 			return fmt.Errorf("%w: the record of JetStream stream %q in %s is of another stream or generation (%d, this replica serves %d): it was recovered under a new epoch",
 				hub.ErrLogReplaced, l.opts.Stream, MetaBucket, rec.Generation, l.gen)
 		}
@@ -455,14 +461,25 @@ func (l *Log) mark(ctx context.Context, seq uint64) error {
 }
 
 // checkRunning is Range's check of the stream's state against what this
-// Log has seen: known is the head read before info was asked for.
-func (l *Log) checkRunning(known uint64, info *jetstream.StreamInfo) error {
+// Log had seen before it asked: known is the highest seq acknowledged or
+// followed, read before info was asked for (a later ack is not in info).
+// A last seq below known is confirmed by asking the stream's leader for
+// the message at known, so that an answer older than the ack is not taken
+// for a loss.
+func (l *Log) checkRunning(ctx context.Context, known uint64, info *jetstream.StreamInfo) error {
 	if g, err := generationOf(info.Config); err == nil && g != l.gen {
 		return fmt.Errorf("%w: JetStream stream %q is at generation %d, this replica serves generation %d (epoch %s): it was recovered under a new epoch",
 			hub.ErrLogReplaced, l.opts.Stream, g, l.gen, hub.FormatEpoch(l.epoch))
 	}
-	rec := record{Acked: max(known, l.marked.Load()), First: l.first.Load(), Deleted: l.deleted.Load()}
+	rec := record{Acked: known, First: l.first.Load(), Deleted: l.deleted.Load()}
 	if d := damage(rec, info.Config, info.State, time.Now()); len(d) > 0 {
+		if info.State.LastSeq < known {
+			if _, _, err := l.leaderGet(ctx, known); err == nil {
+				return nil // the message is there: the state answered was older
+			} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return err
+			}
+		}
 		return fmt.Errorf("%w: JetStream stream %q changed under this replica (epoch %s): %s",
 			hub.ErrLogDamaged, l.opts.Stream, hub.FormatEpoch(l.epoch), strings.Join(d, "; "))
 	}
