@@ -230,7 +230,11 @@ func (s *Server) MetricsAddr() string {
 
 // New builds the hub (minting the epoch and publishing ServerStatus at seq
 // 1) and the handler.
-func New(cfg Config) (*Server, error) {
+func New(cfg Config) (*Server, error) { return NewContext(context.Background(), cfg) }
+
+// NewContext is New that gives up opening the store and rebuilding from it
+// when ctx ends (the process is told to stop while it starts).
+func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -255,7 +259,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	hubCfg := cfg.Config
 	hubCfg.Observer = m
-	log, closeStore, err := openStore(cfg)
+	log, closeStore, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", cfg.Store.Kind, err)
 	}
@@ -264,10 +268,10 @@ func New(cfg Config) (*Server, error) {
 	if a, ok := log.(availabler); ok {
 		storeCheck = a.Available
 	}
-	h, err := hub.New(hubCfg)
+	h, err := hub.NewContext(ctx, hubCfg)
 	if err != nil {
 		closeStore()
-		return nil, fmt.Errorf("start hub: %w", err)
+		return nil, fmt.Errorf("start hub: %w", cfg.Store.nameFiles(err))
 	}
 	mux := http.NewServeMux()
 	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)
@@ -526,7 +530,7 @@ func (f *freshConns) closeAll() {
 // Run builds the server, listens on cfg.Addr, logs one line with the
 // address and the epoch, and serves until ctx is cancelled.
 func Run(ctx context.Context, cfg Config) error {
-	s, err := New(cfg)
+	s, err := NewContext(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -41,6 +42,10 @@ type Store struct {
 	NATSMaxMsgs  int64
 	// NATSConn, when set, is used instead of NATSURLs (tests, embedding).
 	NATSConn *nats.Conn
+	// Recover serves a damaged stream (acknowledged commits lost, holes,
+	// oldest commits gone without its limits discarding them) under a new
+	// epoch instead of refusing to start (--store-recover).
+	Recover bool
 }
 
 func (s Store) validate() []error {
@@ -67,9 +72,22 @@ func (s Store) validate() []error {
 	return errs
 }
 
+// nameFiles adds to an error saying the embedded store's stream is
+// damaged where the stream's message blocks are.
+func (s Store) nameFiles(err error) error {
+	if !errors.Is(err, hub.ErrLogDamaged) || s.Kind != StoreEmbedded || s.NATSConn != nil {
+		return err
+	}
+	stream := s.NATSStream
+	if stream == "" {
+		stream = natslog.DefaultStream
+	}
+	return fmt.Errorf("%w (its message blocks: %s)", err, filepath.Join(s.DataDir, "jetstream", "$G", "streams", stream, "msgs"))
+}
+
 // openStore opens the Log of a durable store (nil for memory) and returns
 // what closes it once the hub is closed.
-func openStore(cfg Config) (hub.Log, func(), error) {
+func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 	s := cfg.Store
 	if s.Kind == "" || s.Kind == StoreMemory {
 		return nil, func() {}, nil
@@ -101,8 +119,13 @@ func openStore(cfg Config) (hub.Log, func(), error) {
 		}
 		closers = append(closers, nc.Close)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	if !s.Recover {
+		// A recovery reads the whole stream first: it is bounded only by
+		// ctx (a signal).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	l, err := natslog.Open(ctx, nc, natslog.Options{
 		Stream:     s.NATSStream,
 		Replicas:   s.NATSReplicas,
@@ -111,10 +134,11 @@ func openStore(cfg Config) (hub.Log, func(), error) {
 		MaxMsgs:    s.NATSMaxMsgs,
 		Duplicates: cfg.DedupeWindow,
 		Logger:     cfg.Logger,
+		Recover:    s.Recover,
 	})
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, nil, s.nameFiles(err)
 	}
 	if c := l.Config(); c.Duplicates != cfg.DedupeWindow {
 		cfg.Logger.Warn("the stream's duplicate window differs from --dedupe-window; JetStream's applies across restarts and replicas",

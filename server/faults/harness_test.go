@@ -37,6 +37,7 @@ type run struct {
 	pubMu     sync.Mutex
 	published int // commits, guarded by pubMu
 	last      struct{ epoch, seq uint64 }
+	receipts  map[uint64]map[uint64]int // epoch -> seq -> facts, guarded by pubMu
 
 	wg        sync.WaitGroup // consumers
 	pubWG     sync.WaitGroup // the publisher
@@ -105,6 +106,13 @@ func (r *run) publish(pause time.Duration) {
 			}
 			if err == nil {
 				r.hist.Published(res.InstanceEpoch, res.Seq, len(facts))
+				if r.receipts == nil {
+					r.receipts = map[uint64]map[uint64]int{}
+				}
+				if r.receipts[res.InstanceEpoch] == nil {
+					r.receipts[res.InstanceEpoch] = map[uint64]int{}
+				}
+				r.receipts[res.InstanceEpoch][res.Seq] = len(facts)
 				r.published++
 				r.last.epoch, r.last.seq = res.InstanceEpoch, res.Seq
 			}

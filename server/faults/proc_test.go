@@ -136,6 +136,17 @@ func (s *server) stop(sig syscall.Signal) {
 	s.cmd = nil
 }
 
+// startRefused starts the server expecting it to refuse to serve, and
+// returns the error with its log.
+func (s *server) startRefused() error {
+	s.t.Helper()
+	err := s.try()
+	if err == nil {
+		s.t.Fatalf("ringcast serve started; want it to refuse; log:\n%s", s.logs.String())
+	}
+	return err
+}
+
 // restart stops the server with sig and starts a new instance (a new
 // epoch) on the same address.
 func (s *server) restart(sig syscall.Signal) {

@@ -266,7 +266,10 @@ type Hub struct {
 // ring and the latest-per-key table are rebuilt from its newest commits
 // (Rebuild), and New returns once the hub holds the Log's head. Call Close
 // to stop it.
-func New(cfg Config) (*Hub, error) {
+func New(cfg Config) (*Hub, error) { return NewContext(context.Background(), cfg) }
+
+// NewContext is New that gives up its rebuild from a Log when ctx ends.
+func NewContext(ctx context.Context, cfg Config) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -284,7 +287,7 @@ func New(cfg Config) (*Hub, error) {
 		failed: make(chan error, 1),
 	}
 	if h.log != nil {
-		return h, h.startLog()
+		return h, h.startLog(ctx)
 	}
 	epoch, err := newEpoch()
 	if err != nil {

@@ -39,7 +39,9 @@ type Log interface {
 	Read(ctx context.Context, dst []*Event, from uint64, max int) ([]*Event, error)
 	// Range is the log's first and last seq now (first = last+1 when it
 	// holds nothing). It fails with ErrLogReplaced when the log was
-	// replaced.
+	// replaced, and with ErrLogDamaged when it lost commits, has holes it
+	// did not have, or lost its oldest commits without its limits
+	// discarding them.
 	Range(ctx context.Context) (first, last uint64, err error)
 	// Follow calls apply with every commit with seq >= from, in seq order,
 	// until ctx ends or the log fails. apply is called on one goroutine.
@@ -55,6 +57,14 @@ type Log interface {
 // Epoch. The hub then drains, follows the Log no more and reports the error
 // on Failed; the process must restart to take the new epoch.
 var ErrLogReplaced = errors.New("hub: the log was replaced (deleted and created again)")
+
+// ErrLogDamaged is wrapped by the error of a Log that finds its storage
+// damaged: commits it acknowledged are lost, it has holes, or its oldest
+// commits are gone without its limits discarding them (a stream purged or
+// cut, message blocks lost or corrupted). Its seqs may be given again to
+// other commits, so it must not be served under Epoch: from Range or
+// Follow, the hub drains and reports it on Failed as for ErrLogReplaced.
+var ErrLogDamaged = errors.New("hub: the log is damaged (acknowledged commits lost, holes, or oldest commits gone)")
 
 // ErrTooOld is returned by Log.Read for a position below the log's first seq.
 var ErrTooOld = errors.New("hub: position below the log's first seq")

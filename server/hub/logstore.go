@@ -13,20 +13,26 @@ import (
 // Log acknowledged it, for this hub to receive the commit.
 const receiptWait = 5 * time.Second
 
-// startTimeout bounds New's rebuild from a Log.
+// startTimeout bounds how long New's rebuild from a Log waits for the
+// Log's range, and then for each next commit: a rebuild that makes
+// progress is not cut short, one that stalls fails.
 const startTimeout = 2 * time.Minute
 
+// rebuildProgress is how often a long rebuild logs how far it is.
+const rebuildProgress = 5 * time.Second
+
 // startLog takes the Log's epoch, rebuilds the ring and the latest-per-key
-// table from the Log's newest commits, and follows the Log from there.
-func (h *Hub) startLog() error {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
+// table from the Log's newest commits, and follows the Log from there. It
+// gives up when ctx ends (the process is told to stop while it starts).
+func (h *Hub) startLog(ctx context.Context) error {
 	h.epoch = h.log.Epoch()
 	if w, ok := h.log.(interface{ DedupeWindow() time.Duration }); ok {
 		// The Log deduplicates: ServerStatus reports its window.
 		h.cfg.DedupeWindow = w.DedupeWindow()
 	}
-	first, last, err := h.log.Range(ctx)
+	rctx, cancel := context.WithTimeout(ctx, startTimeout)
+	first, last, err := h.log.Range(rctx)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("read the log's range: %w", err)
 	}
@@ -42,12 +48,49 @@ func (h *Hub) startLog() error {
 	h.stopFollow = stop
 	go h.follow(followCtx, from)
 	go h.refreshRange(followCtx)
-	if err := h.waitHead(ctx, last); err != nil {
+	if err := h.rebuild(ctx, from, last); err != nil {
 		h.Close()
 		return fmt.Errorf("rebuild from the log up to seq %d: %w", last, err)
 	}
 	h.cfg.Logger.Info("log rebuilt", "epoch", FormatEpoch(h.epoch), "first", first, "from", from, "head", last)
 	return nil
+}
+
+// rebuild waits until the ring holds the commits from from to last, logging
+// how far it is every rebuildProgress. It fails when ctx ends, when no
+// commit comes for startTimeout, or when the hub fails (a damaged Log).
+func (h *Hub) rebuild(ctx context.Context, from, last uint64) error {
+	tick := time.NewTicker(rebuildProgress)
+	defer tick.Stop()
+	began := time.Now()
+	seen, progressed := from-1, began
+	for {
+		h.mu.RLock()
+		head, wake := h.ring.head, h.takeWake()
+		h.mu.RUnlock()
+		if head >= last {
+			return nil
+		}
+		if head != seen {
+			seen, progressed = head, time.Now()
+		}
+		select {
+		case <-wake:
+		case <-tick.C:
+			if time.Since(progressed) >= startTimeout {
+				return fmt.Errorf("no commit came from the log for %v after seq %d", startTimeout, head)
+			}
+			h.cfg.Logger.Info("rebuilding from the log", "read", head-(from-1), "of", last-(from-1),
+				"seq", head, "last", last, "elapsed", time.Since(began).Round(time.Millisecond))
+		case <-ctx.Done():
+			return fmt.Errorf("start-up stopped after %d of %d commits: %w", head-(from-1), last-(from-1), context.Cause(ctx))
+		case err := <-h.failed:
+			h.failed <- err // still reported on Failed
+			return err
+		case <-h.done:
+			return ErrDraining
+		}
+	}
 }
 
 // follow feeds the ring from the Log until the hub closes, resuming after
@@ -62,7 +105,7 @@ func (h *Hub) follow(ctx context.Context, from uint64) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, ErrLogReplaced) {
+		if logGone(err) {
 			h.fail(err)
 			return
 		}
@@ -98,15 +141,21 @@ func (h *Hub) refreshRange(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		_, _, err := h.logRange(rctx)
 		cancel()
-		if errors.Is(err, ErrLogReplaced) {
+		if logGone(err) {
 			h.fail(err)
 			return
 		}
 	}
 }
 
-// Failed reports, once, an error wrapping ErrLogReplaced: the hub's Log was
-// replaced under it. The hub has then drained (its streams end with
+// logGone reports whether err says the Log may not be served under the
+// hub's epoch any more: replaced or damaged.
+func logGone(err error) bool {
+	return errors.Is(err, ErrLogReplaced) || errors.Is(err, ErrLogDamaged)
+}
+
+// Failed reports, once, an error wrapping ErrLogReplaced or ErrLogDamaged:
+// the hub's Log was replaced or damaged under it. The hub has then drained (its streams end with
 // ServerStatus(DRAINING), publishes are refused) and follows the Log no
 // more, so that nothing of the new log is served under the old epoch; the
 // process should exit (non-zero) and be restarted, taking the new epoch.
@@ -116,7 +165,7 @@ func (h *Hub) Failed() <-chan error { return h.failed }
 // fail drains the hub after its Log was replaced and reports it on Failed.
 func (h *Hub) fail(err error) {
 	h.failOnce.Do(func() {
-		h.cfg.Logger.Error("the log was deleted and created again: this replica drains and stops; restart it to take the log's new epoch",
+		h.cfg.Logger.Error("the log was replaced or damaged under this replica: it drains and stops, so that nothing is served under its epoch; restart it to take the log's new epoch (a damaged log gets one only with --store-recover)",
 			"epoch", FormatEpoch(h.epoch), "err", err)
 		h.Drain()
 		h.stopFollow()
@@ -125,9 +174,9 @@ func (h *Hub) fail(err error) {
 }
 
 // failIfReplaced fails the hub when a Log's append found the Log replaced
-// (an error wrapping ErrLogReplaced), as Range and Follow do.
+// or damaged, as Range and Follow do.
 func (h *Hub) failIfReplaced(err error) {
-	if errors.Is(err, ErrLogReplaced) {
+	if logGone(err) {
 		h.fail(err)
 	}
 }

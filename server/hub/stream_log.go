@@ -39,6 +39,7 @@ func (s *stream) readLog(ctx context.Context) ([]*Event, error) {
 		return nil, s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
 	}
 	if err != nil {
+		h.failIfReplaced(err) // a damaged commit: the hub stops serving its epoch
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if u := s.req.UntilSeq; u > 0 {

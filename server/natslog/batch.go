@@ -84,6 +84,10 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 				return nil, l.replacedAck(first, known) // see replacedAck
 			}
 			l.saw(last)
+			if err := l.mark(ctx, last); err != nil {
+				return nil, l.condition(err)
+			}
+			l.cond.ok(true)
 			for k, i := range pending {
 				rs[i] = hub.Receipt{Seq: last - uint64(len(pending)-1-k), Time: at}
 			}
@@ -91,7 +95,7 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 		}
 		var apiErr *jetstream.APIError
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode != errAtomicDuplicate || attempt == batchAttempts {
-			return nil, err
+			return nil, l.condition(err)
 		}
 		keys := make(map[string]bool)
 		for _, i := range pending {

@@ -106,7 +106,7 @@ func StoreError(err error) error {
 			e.storage = true
 		}
 		return e
-	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting),
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrConnectionDraining),
 		errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrReconnectBufExceeded):
 		return &storeError{cond: ErrStoreUnavailable, why: "no connection to NATS", err: err}
 	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
@@ -121,7 +121,7 @@ func StoreError(err error) error {
 // apiCondition is the condition of a JetStream API error, by its code.
 func apiCondition(e *jetstream.APIError) error {
 	switch {
-	case e.ErrorCode == 10023, e.ErrorCode == 10047: // insufficient (storage) resources
+	case e.ErrorCode == 10023, e.ErrorCode == 10047, e.ErrorCode == 10028: // insufficient (storage, memory) resources
 		return ErrStoreFull
 	case strings.Contains(e.Description, "maximum bytes exceeded"), strings.Contains(e.Description, "maximum messages exceeded"):
 		return ErrStoreFull

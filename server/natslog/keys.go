@@ -82,7 +82,7 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 			if !keys[k] {
 				return nil
 			}
-			ev, err := decode(l.epoch, seq, hdr, data)
+			ev, err := l.decode(seq, hdr, data)
 			if err != nil {
 				return err
 			}

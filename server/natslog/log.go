@@ -12,7 +12,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +58,11 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives lifecycle logs. Default: discard.
 	Logger *slog.Logger
+	// Recover makes Open serve a damaged stream (see DamagedError) under a
+	// new epoch, logged at Warn, instead of refusing it. Open then first
+	// reads every commit and removes those whose bytes do not match their
+	// checksum (holes the new epoch accepts).
+	Recover bool
 }
 
 func (o Options) withDefaults() Options {
@@ -107,6 +114,19 @@ type Log struct {
 
 	mu     sync.Mutex
 	atomic bool // the stream allows atomic batch publish (see AppendBatch)
+
+	// The record of the stream in MetaBucket (see mark.go): kv and key
+	// locate it; gen is the generation this Log serves; marked is the
+	// high-water mark recorded; first and deleted are the first seq and
+	// the holes the stream may have without damage.
+	kv                     jetstream.KeyValue
+	key                    string
+	gen                    uint64
+	marked, first, deleted atomic.Uint64
+	markMu                 sync.Mutex
+	cond                   condState // the last store condition met (Condition)
+	cached                 record    // guarded by markMu, at revision rev (0: read again)
+	rev                    uint64
 }
 
 // saw records that the stream holds seq.
@@ -134,6 +154,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{opts: opts, nc: nc, js: js, subject: Subject(opts.Stream), reads: make(chan struct{}, maxReads)}
+	long := ctx // the check of every commit with Recover takes as long as it needs
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	st, err := js.Stream(ctx, opts.Stream)
@@ -170,13 +191,21 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	}
 	l.stream, l.info, l.created = st, info.Config, info.Created
 	l.atomic = info.Config.AllowAtomicPublish
-	l.epoch = Epoch(info.Config.Name, info.Created)
+	if l.kv, err = l.meta(ctx); err != nil {
+		return nil, err
+	}
+	l.key = metaKey(opts.Stream)
+	if err := l.check(ctx, long, info); err != nil {
+		return nil, err
+	}
+	l.info = info.Config
+	l.saw(info.State.LastSeq)
 	opts.Logger.Info("JetStream stream",
 		"stream", info.Config.Name, "epoch", hub.FormatEpoch(l.epoch), "created", info.Created,
 		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
 		"max_msgs", info.Config.MaxMsgs, "duplicates", info.Config.Duplicates,
 		"atomic_publish", info.Config.AllowAtomicPublish,
-		"first", info.State.FirstSeq, "last", info.State.LastSeq)
+		"first", info.State.FirstSeq, "last", info.State.LastSeq, "acknowledged", l.marked.Load(), "generation", l.gen)
 	return l, nil
 }
 
@@ -238,16 +267,20 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	known := l.head.Load()
 	ack, err := l.js.PublishMsg(ctx, m)
 	if err != nil {
-		return hub.Receipt{}, err
+		return hub.Receipt{}, l.condition(err)
 	}
 	if !ack.Duplicate && ack.Sequence <= known {
 		return hub.Receipt{}, l.replacedAck(ack.Sequence, known)
 	}
+	l.saw(ack.Sequence)
+	if err := l.mark(ctx, ack.Sequence); err != nil {
+		return hub.Receipt{}, l.condition(err)
+	}
+	l.cond.ok(!ack.Duplicate)
 	// A duplicate's PubAck carries the original's stream sequence (JetStream
 	// keeps it with the key for the duplicate window; a key whose original
 	// is still being stored is an error, retried by the client).
 	r := hub.Receipt{Seq: ack.Sequence, Time: at, Duplicate: ack.Duplicate}
-	l.saw(ack.Sequence)
 	if ack.Duplicate {
 		if r.Time, err = l.originalTime(ctx, ack.Sequence, at); err != nil {
 			return hub.Receipt{}, err
@@ -275,6 +308,7 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	if c.Traceparent != "" {
 		m.Header.Set(traceparentHeader, c.Traceparent)
 	}
+	m.Header.Set(sumHeader, checksum(data, c.Traceparent))
 	return m, nil
 }
 
@@ -283,30 +317,87 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 // same name as the request header a publish brings it in.
 const traceparentHeader = "traceparent"
 
-// decode turns a stored commit message into the hub's event.
-func decode(epoch, seq uint64, hdr nats.Header, data []byte) (*hub.Event, error) {
+// sumHeader is the message header that keeps a commit's checksum (see
+// checksum), so that bytes of a stored commit changed on disk are found
+// when it is read, even where the NATS server does not check its own.
+const sumHeader = "Ringcast-Sum"
+
+// checksum is the CRC-32C of a commit message's payload and traceparent,
+// in hex.
+func checksum(data []byte, traceparent string) string {
+	h := crc32.New(castagnoli)
+	_, _ = h.Write(data)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(traceparent))
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// decode turns a stored commit message into the hub's event. A message
+// whose checksum does not match, or that does not decode, is an error
+// wrapping hub.ErrLogDamaged. A message without a checksum (stored before
+// commits carried one, or by an older replica) is taken as it is.
+func (l *Log) decode(seq uint64, hdr nats.Header, data []byte) (*hub.Event, error) {
+	tp := hdr.Get(traceparentHeader)
+	if sum := hdr.Get(sumHeader); sum != "" && sum != checksum(data, tp) {
+		return nil, &CorruptError{Stream: l.opts.Stream, Seq: seq}
+	}
 	var m ringcastv1.SubscribeEventsResponse
 	if err := proto.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("commit at seq %d: %w", seq, err)
+		return nil, fmt.Errorf("%w: JetStream stream %q: the commit at seq %d does not decode: %w", hub.ErrLogDamaged, l.opts.Stream, seq, err)
 	}
-	return hub.NewCommitEvent(epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), hdr.Get(traceparentHeader)), nil
+	return hub.NewCommitEvent(l.epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), tp), nil
 }
+
+// A CorruptError is the error of reading a commit whose bytes changed in
+// storage. It wraps hub.ErrLogDamaged.
+type CorruptError struct {
+	Stream string
+	Seq    uint64
+	// Upto, when set, is the last of the seqs from Seq that the NATS
+	// server skipped though the stream holds them.
+	Upto uint64
+}
+
+func (e *CorruptError) Error() string {
+	if e.Upto != 0 {
+		return fmt.Sprintf("JetStream stream %q: the commits from seq %d to %d cannot be read (damaged on disk)", e.Stream, e.Seq, e.Upto)
+	}
+	return fmt.Sprintf("JetStream stream %q: the commit at seq %d is corrupted (its checksum does not match its bytes)", e.Stream, e.Seq)
+}
+
+func (e *CorruptError) Unwrap() error { return hub.ErrLogDamaged }
 
 // Range implements hub.Log from the stream's state.
 func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
+	known := max(l.head.Load(), l.marked.Load()) // before the question: what the answer must hold
 	info, err := l.stream.Info(ctx)
 	if err != nil {
+		return 0, 0, l.condition(err)
+	}
+	l.cond.ok(false)
+	if err := l.same(info); err != nil {
 		return 0, 0, err
 	}
-	if err := l.same(info); err != nil {
+	if err := l.checkRunning(ctx, known, info); err != nil {
 		return 0, 0, err
 	}
 	s := info.State
 	l.saw(s.LastSeq)
 	if s.Msgs == 0 {
 		return s.LastSeq + 1, s.LastSeq, nil
+	}
+	if s.NumDeleted > 0 {
+		// Holes a recovery accepted (anything else is damage): the last
+		// commit the stream holds may be below its last seq.
+		m, err := l.stream.GetLastMsgForSubject(ctx, l.subject)
+		if err != nil {
+			return 0, 0, err
+		}
+		return s.FirstSeq, m.Sequence, nil
 	}
 	return s.FirstSeq, s.LastSeq, nil
 }
@@ -378,7 +469,13 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
-	consumer := "" // the consumer the last message came from
+	consumer := ""         // the consumer the last message came from
+	next := max64(from, 1) // the seq expected next
+	if first, _, err := l.Range(ctx); err != nil {
+		return err
+	} else if first > next {
+		next = 0 // from is below the stream's first seq: no gap to check before the first message
+	}
 	for {
 		msg, err := it.Next()
 		if err != nil {
@@ -397,10 +494,16 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 			}
 			consumer = md.Consumer
 		}
-		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Headers(), msg.Data())
+		ev, err := l.decode(md.Sequence.Stream, msg.Headers(), msg.Data())
 		if err != nil {
 			return err
 		}
+		if next != 0 && ev.Seq > next {
+			if err := l.checkGap(ctx, next, ev.Seq-1); err != nil {
+				return err
+			}
+		}
+		next = ev.Seq + 1
 		l.saw(ev.Seq)
 		apply(ev)
 	}

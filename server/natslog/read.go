@@ -24,6 +24,25 @@ import (
 // not start at from — a replica behind, deleted messages, or from below the
 // stream's first seq.
 func (l *Log) Read(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
+	n := len(dst)
+	dst, err := l.read(ctx, dst, from, max)
+	if err != nil {
+		return dst, l.condition(err)
+	}
+	// A seq the stream holds but the read skipped is damage (checkGap).
+	want := max64(from, 1)
+	for _, ev := range dst[n:] {
+		if ev.Seq > want {
+			if err := l.checkGap(ctx, want, ev.Seq-1); err != nil {
+				return dst[:n], err
+			}
+		}
+		want = ev.Seq + 1
+	}
+	return dst, nil
+}
+
+func (l *Log) read(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
 	select {
 	case l.reads <- struct{}{}:
 		defer func() { <-l.reads }()
@@ -68,7 +87,7 @@ func (l *Log) Read(ctx context.Context, dst []*hub.Event, from uint64, max int) 
 // direct get and decodes them.
 func (l *Log) directRead(ctx context.Context, dst []*hub.Event, from uint64, max int) ([]*hub.Event, error) {
 	err := l.directGet(ctx, from, max, func(seq uint64, hdr nats.Header, data []byte) error {
-		ev, err := decode(l.epoch, seq, hdr, data)
+		ev, err := l.decode(seq, hdr, data)
 		if err != nil {
 			return err
 		}
@@ -135,7 +154,7 @@ func (l *Log) originalTime(ctx context.Context, seq uint64, at time.Time) (time.
 	if err != nil {
 		return time.Time{}, err
 	}
-	ev, err := decode(l.epoch, seq, hdr, data)
+	ev, err := l.decode(seq, hdr, data)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -219,7 +238,7 @@ func (l *Log) consumerRead(ctx context.Context, dst []*hub.Event, from uint64, m
 		if err != nil {
 			return dst, err
 		}
-		ev, err := decode(l.epoch, md.Sequence.Stream, msg.Headers(), msg.Data())
+		ev, err := l.decode(md.Sequence.Stream, msg.Headers(), msg.Data())
 		if err != nil {
 			return dst, err
 		}

@@ -131,7 +131,7 @@ func publishAndRead(t *testing.T, url string) *ringcastv1.PublishResponse {
 func TestServeOnJetStreamWithCredentialsFile(t *testing.T) {
 	ns, creds := operatorNATS(t)
 	perms := &jwt.Permissions{
-		Pub: jwt.Permission{Allow: jwt.StringList{natslog.Subject("events"), "$JS.API.>"}},
+		Pub: jwt.Permission{Allow: jwt.StringList{natslog.Subject("events"), "$KV." + natslog.MetaBucket + ".>", "$JS.API.>"}},
 		Sub: jwt.Permission{Allow: jwt.StringList{"_INBOX.>"}},
 	}
 	_, url, _ := startChild(t, "--addr", "127.0.0.1:0", "--demo=false",

@@ -80,6 +80,7 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.Int64Var(&cfg.Store.NATSMaxBytes, "nats-max-bytes", 0, "size limit of a stream ringcast creates, in bytes (0: none); the oldest commits go first")
 	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", 0, "age limit of a stream ringcast creates (0: none)")
 	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", 0, "commit count limit of a stream ringcast creates (0: none)")
+	fs.BoolVar(&cfg.Store.Recover, "store-recover", false, "serve a damaged stream (acknowledged commits lost, holes, oldest commits gone without its limits discarding them, commits whose bytes changed) under a NEW epoch, every consumer resyncing, instead of refusing to start (--store embedded or jetstream)")
 	fs.IntVar(&cfg.Rebuild, "state-rebuild", cfg.Rebuild, "with a durable store, the newest commits read at start to rebuild the ring and the LATEST_PER_KEY table")
 	fs.Var(&o.allowedHosts, "allowed-host", "a Host name to answer besides loopback names (repeatable), on --addr with --auth none on loopback and always on --metrics-addr and --pprof-addr (which also answer to IP addresses); others get 403")
 	fs.Var(&o.corsOrigins, "cors-origin", "origin allowed to call from a browser page on another origin, e.g. https://console.example.org (repeatable; * for any, never with credentials); none by default")
