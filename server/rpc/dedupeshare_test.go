@@ -75,3 +75,37 @@ func TestOneClientCannotFillTheDedupeTable(t *testing.T) {
 		}
 	})
 }
+
+// TestABatchCannotTakeMoreThanAShare: a PublishBatch of more new keys than
+// one client may hold is refused with invalid_argument naming
+// dedupe-keys-per-client, even from a client holding no key, on every
+// protocol; nothing is appended, and the same keys in batches within the
+// share are taken.
+func TestABatchCannotTakeMoreThanAShare(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+		cfg := ringtest.Config()
+		cfg.DedupeKeys = 8 // a share of 4
+		srv := ringtest.Start(t, cfg)
+		ctx := context.Background()
+		c, _ := clientFrom(t, srv, p, "127.0.0.1")
+		batch := func(keys ...string) error {
+			req := &ringcastv1.PublishBatchRequest{}
+			for _, k := range keys {
+				req.Commits = append(req.Commits, &ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}, IdempotencyKey: k})
+			}
+			_, err := c.PublishBatch(ctx, connect.NewRequest(req))
+			return err
+		}
+		_, before := srv.Hub().Bounds()
+		err := batch("k0", "k1", "k2", "k3", "k4")
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "dedupe-keys-per-client 4") || !strings.Contains(err.Error(), "smaller batches") {
+			t.Fatalf("5 new keys in one batch with a share of 4: %v, want invalid_argument naming dedupe-keys-per-client", err)
+		}
+		if _, head := srv.Hub().Bounds(); head != before {
+			t.Fatalf("the refused batch appended: head %d -> %d", before, head)
+		}
+		if err := batch("k0", "k1", "k2", "k3"); err != nil {
+			t.Fatalf("4 new keys in one batch with a share of 4: %v", err)
+		}
+	})
+}

@@ -39,7 +39,7 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.IntVar(&cfg.StateKeys, "state-keys", cfg.StateKeys, "keys kept for LATEST_PER_KEY snapshots; past it the least recently updated key is dropped")
 	fs.DurationVar(&cfg.DedupeWindow, "dedupe-window", cfg.DedupeWindow, "how long a publish idempotency key is remembered")
 	fs.IntVar(&cfg.DedupeKeys, "dedupe-keys", cfg.DedupeKeys, "most idempotency keys remembered; a new key past it is refused (resource_exhausted, Retry-After) until the oldest expire, none is forgotten early (memory store only: a durable store's duplicate window has no key bound)")
-	fs.IntVar(&cfg.DedupeKeysPerClient, "dedupe-keys-per-client", cfg.DedupeKeysPerClient, "most idempotency keys remembered for one client (token sub, else remote IP); past it its new keys get resource_exhausted until its oldest expire (memory store only; 0: half of --dedupe-keys; negative: no per-client share)")
+	fs.IntVar(&cfg.DedupeKeysPerClient, "dedupe-keys-per-client", cfg.DedupeKeysPerClient, "most idempotency keys remembered for one client (token sub, else remote IP); past it its new keys get resource_exhausted until its oldest expire, and a batch of more new keys than it invalid_argument (memory store only; 0: half of --dedupe-keys; negative: no per-client share)")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request message accepted, in bytes")
 	fs.IntVar(&cfg.MaxFactBytes, "max-fact-bytes", cfg.MaxFactBytes, "largest fact accepted (its protobuf encoding), in bytes; larger ones are refused with invalid_argument")
 	fs.IntVar(&cfg.MaxDataDepth, "max-data-depth", cfg.MaxDataDepth, "deepest nesting of objects and arrays accepted in a fact's data (the data object is level 1)")
