@@ -128,30 +128,32 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}()
 		logger.Info("tracing on: OTLP over HTTP")
 	}
-	endDelay, stop := secondSignal(ctx)
+	endDelay, stop := secondSignal()
 	defer stop()
 	cfg.EndDelay = endDelay
 	return app.Run(ctx, cfg)
 }
 
-// secondSignal returns a channel closed by a SIGTERM or interrupt received
-// after ctx ends (the first one), which ends the shutdown delay at once,
-// and the function that stops listening for it.
-func secondSignal(ctx context.Context) (<-chan struct{}, func()) {
+// secondSignal returns a channel closed by the second SIGTERM or interrupt
+// (the first ends ctx), which ends the shutdown delay at once, and the
+// function that stops listening for it. It listens from the start, so a
+// second signal that comes right after the first is not lost.
+func secondSignal() (<-chan struct{}, func()) {
 	end, done := make(chan struct{}), make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		select {
-		case <-ctx.Done():
-		case <-done:
-			return
-		}
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(sig)
-		select {
-		case <-sig:
-			close(end)
-		case <-done:
+		for n := 0; ; {
+			select {
+			case <-sig:
+				if n++; n == 2 {
+					close(end)
+					return
+				}
+			case <-done:
+				return
+			}
 		}
 	}()
 	return end, func() { close(done) }
