@@ -125,16 +125,9 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 		defer cancel()
 		watches := map[ringcast.Protocol]<-chan grpchealth.WatchEvent{}
 		for _, p := range ringtest.Protocols {
-			var opts []connect.ClientOption
-			switch p {
-			case ringcast.ProtocolGRPC:
-				opts = append(opts, connect.WithGRPC())
-			case ringcast.ProtocolGRPCWeb:
-				opts = append(opts, connect.WithGRPCWeb())
-			}
 			hc := ringcast.NewHTTPClient(p)
 			defer hc.CloseIdleConnections()
-			watches[p] = grpchealth.NewClient(hc, "http://"+addr, opts...).Watch(ctx, &grpchealth.CheckRequest{})
+			watches[p] = grpchealth.NewClient(hc, "http://"+addr, ringtest.ClientOptions(p)...).Watch(ctx, &grpchealth.CheckRequest{})
 		}
 		nextStatus := func(p ringcast.Protocol, want grpchealth.Status) {
 			t.Helper()
