@@ -85,6 +85,19 @@ func wantReadiness(t *testing.T, addr string, code int, prefix string, st grpche
 	}
 }
 
+// watchHealth opens a health Watch of the server on every protocol, each
+// on its own client, for as long as ctx lasts.
+func watchHealth(t *testing.T, ctx context.Context, addr string) map[ringcast.Protocol]<-chan grpchealth.WatchEvent {
+	t.Helper()
+	watches := map[ringcast.Protocol]<-chan grpchealth.WatchEvent{}
+	for _, p := range ringtest.Protocols {
+		hc := ringcast.NewHTTPClient(p)
+		t.Cleanup(hc.CloseIdleConnections)
+		watches[p] = grpchealth.NewClient(hc, "http://"+addr, ringtest.ClientOptions(p)...).Watch(ctx, &grpchealth.CheckRequest{})
+	}
+	return watches
+}
+
 // publishOne publishes one commit over p and returns its error.
 func publishOne(t *testing.T, addr string, p ringcast.Protocol, i int) error {
 	t.Helper()
@@ -123,12 +136,7 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 		// Health watchers are told of the outage and of its end, and stay.
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		watches := map[ringcast.Protocol]<-chan grpchealth.WatchEvent{}
-		for _, p := range ringtest.Protocols {
-			hc := ringcast.NewHTTPClient(p)
-			defer hc.CloseIdleConnections()
-			watches[p] = grpchealth.NewClient(hc, "http://"+addr, ringtest.ClientOptions(p)...).Watch(ctx, &grpchealth.CheckRequest{})
-		}
+		watches := watchHealth(t, ctx, addr)
 		nextStatus := func(p ringcast.Protocol, want grpchealth.Status) {
 			t.Helper()
 			ev := ringtest.Wait(t, watches[p], 60*time.Second, "a health status over "+string(p))
@@ -266,11 +274,8 @@ func TestAWatchToldOfAnOutageNeverHoldsShutdown(t *testing.T) {
 	wantReadiness(t, addr, http.StatusServiceUnavailable, "store unavailable: ", grpchealth.StatusNotServing)
 	ctx, cancelWatch := context.WithCancel(context.Background())
 	defer cancelWatch()
-	watches := map[ringcast.Protocol]<-chan grpchealth.WatchEvent{}
+	watches := watchHealth(t, ctx, addr)
 	for _, p := range ringtest.Protocols {
-		hc := ringcast.NewHTTPClient(p)
-		defer hc.CloseIdleConnections()
-		watches[p] = grpchealth.NewClient(hc, "http://"+addr, ringtest.ClientOptions(p)...).Watch(ctx, &grpchealth.CheckRequest{})
 		ev := ringtest.Wait(t, watches[p], 60*time.Second, "a health status over "+string(p))
 		if ev.Err != nil || ev.Response == nil || ev.Response.Status != grpchealth.StatusNotServing {
 			t.Fatalf("health Watch over %s during the outage: %+v, want NOT_SERVING", p, ev)

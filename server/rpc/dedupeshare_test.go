@@ -15,6 +15,13 @@ import (
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
+// shareServer serves a dedupe table of 8 keys: a share of 4.
+func shareServer(t *testing.T) *ringtest.Server {
+	cfg := ringtest.Config()
+	cfg.DedupeKeys = 8
+	return ringtest.Start(t, cfg)
+}
+
 // TestOneClientCannotFillTheDedupeTable: one client holds at most its
 // share of the dedupe table (half of --dedupe-keys by default); past it
 // its new keys are refused with resource_exhausted and a Retry-After, on
@@ -23,9 +30,7 @@ import (
 // keys still get their receipts.
 func TestOneClientCannotFillTheDedupeTable(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		cfg := ringtest.Config()
-		cfg.DedupeKeys = 8 // a share of 4
-		srv := ringtest.Start(t, cfg)
+		srv := shareServer(t)
 		ctx := context.Background()
 		greedy, greedyHTTP := clientFrom(t, srv, p, "127.0.0.1")
 		other, _ := clientFrom(t, srv, p, "127.0.0.2")
@@ -83,9 +88,7 @@ func TestOneClientCannotFillTheDedupeTable(t *testing.T) {
 // share are taken.
 func TestABatchCannotTakeMoreThanAShare(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		cfg := ringtest.Config()
-		cfg.DedupeKeys = 8 // a share of 4
-		srv := ringtest.Start(t, cfg)
+		srv := shareServer(t)
 		ctx := context.Background()
 		c, _ := clientFrom(t, srv, p, "127.0.0.1")
 		batch := func(keys ...string) error {
