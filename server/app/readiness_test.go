@@ -119,6 +119,21 @@ func wantStoreError(t *testing.T, err error, cond string) {
 	}
 }
 
+// fillUntilFull publishes over Connect until the store refuses a commit as
+// full (at most most commits), then checks that readiness says so.
+func fillUntilFull(t *testing.T, addr string, most int) {
+	t.Helper()
+	var refused error
+	for i := 0; refused == nil; i++ {
+		if i > most {
+			t.Fatalf("the store took %d commits and is not full", most)
+		}
+		refused = publishOne(t, addr, ringcast.ProtocolConnect, i)
+	}
+	wantStoreError(t, refused, "store full: ")
+	wantReadiness(t, addr, http.StatusServiceUnavailable, "store full: ", grpchealth.StatusNotServing)
+}
+
 // TestReadinessFollowsTheStore: readiness (/readyz and gRPC health on all
 // three protocols) is off while the JetStream store is unavailable or full
 // and on again when it recovers; a publish refused meanwhile names the
@@ -185,15 +200,7 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 		}
 		addr, _ := serveOnNATS(t, ns)
 		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
-		var refused error
-		for i := 0; refused == nil; i++ {
-			if i > 1000 {
-				t.Fatal("4096 bytes took 1000 commits")
-			}
-			refused = publishOne(t, addr, ringcast.ProtocolConnect, i)
-		}
-		wantStoreError(t, refused, "store full: ")
-		wantReadiness(t, addr, http.StatusServiceUnavailable, "store full: ", grpchealth.StatusNotServing)
+		fillUntilFull(t, addr, 1000)
 
 		cfg.MaxBytes = 1 << 20
 		if _, err := js.UpdateStream(ctx, cfg); err != nil {
@@ -230,15 +237,7 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 		}
 		addr, _ := serveOnNATS(t, ns)
 		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
-		var refused error
-		for i := 0; refused == nil; i++ {
-			if i > 10000 {
-				t.Fatal("64 KiB took 10000 commits")
-			}
-			refused = publishOne(t, addr, ringcast.ProtocolConnect, i)
-		}
-		wantStoreError(t, refused, "store full: ")
-		wantReadiness(t, addr, http.StatusServiceUnavailable, "store full: ", grpchealth.StatusNotServing)
+		fillUntilFull(t, addr, 10000)
 		for _, p := range ringtest.Protocols {
 			wantStoreError(t, publishOne(t, addr, p, -1), "store full: ")
 		}
