@@ -185,9 +185,12 @@ type readDoneKey struct{}
 // deadline would end a long response (an SSE stream) when it passed.
 //
 // Over HTTP/1.x a response begun before the body was read in full says
-// "Connection: close", and once the handler returns the rest of the body
-// is not waited for: net/http would otherwise read it to EOF (up to 256
-// KiB) to keep the connection, holding it for a body that may never come.
+// "Connection: close", so it is written at once: net/http would otherwise
+// first read the rest of the body (up to 256 KiB), holding the response
+// for a body that may never come. After the response, what of the body is
+// on its way is read and dropped until the same deadline, then the
+// connection closes: closed with the body unread, it would be reset under
+// a client still sending it, which would lose the response.
 // Over HTTP/2 the server resets a stream answered before its body ended,
 // and its connection goes on.
 func withReadDeadline(d time.Duration, streams map[string]bool, next http.Handler) http.Handler {
@@ -221,11 +224,6 @@ func (h *readDeadline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u := &unreadBody{ResponseWriter: w, body: r.Body, left: r.ContentLength}
 	r.Body = u
 	h.next.ServeHTTP(u, r)
-	if !u.done {
-		// Nothing more is read: net/http's discard of the rest fails at
-		// once, and the connection closes.
-		_ = rc.SetReadDeadline(time.Now())
-	}
 }
 
 // unreadBody follows an HTTP/1.x request's body (as its Body) and its
