@@ -476,8 +476,19 @@ const storeCheckInterval = time.Second
 func (s *Server) watchStore(stop <-chan struct{}) {
 	t := time.NewTicker(storeCheckInterval)
 	defer t.Stop()
+	// stop ends a check under way too: shutdown never waits on a store
+	// that does not answer.
+	stopped, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	go func() {
+		select {
+		case <-stop:
+			cancelAll()
+		case <-stopped.Done():
+		}
+	}()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(stopped, 5*time.Second)
 		err := s.storeCheck(ctx)
 		cancel()
 		if s.health.setStore(err) {

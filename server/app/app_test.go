@@ -54,15 +54,8 @@ func TestHealthAndReflectionAreServed(t *testing.T) {
 	srv := ringtest.Start(t, ringtest.Config())
 	for _, p := range ringtest.Protocols {
 		t.Run(string(p), func(t *testing.T) {
-			opts := []connect.ClientOption{}
-			switch p {
-			case ringcast.ProtocolGRPC:
-				opts = append(opts, connect.WithGRPC())
-			case ringcast.ProtocolGRPCWeb:
-				opts = append(opts, connect.WithGRPCWeb())
-			}
 			hc := srv.HTTPClient(p)
-			health := grpchealth.NewClient(hc, srv.URL, opts...)
+			health := grpchealth.NewClient(hc, srv.URL, ringtest.ClientOptions(p)...)
 			res, err := health.Check(context.Background(), &grpchealth.CheckRequest{Service: ringcastv1connect.EventServiceName})
 			if err != nil || res.Status != grpchealth.StatusServing {
 				t.Fatalf("health check: %v %v", res, err)

@@ -167,7 +167,7 @@ func TestAuthEveryFaceEveryToken(t *testing.T) {
 			}
 		})
 	}
-	metrics := scrape(t, srv.URL)
+	metrics := ringtest.Scrape(t, srv.URL)
 	for _, want := range []string{
 		`ringcast_auth_rejections_total{face="connect",reason="missing"} 6`,
 		`ringcast_auth_rejections_total{face="connect",reason="expired"} 6`,
@@ -199,17 +199,6 @@ func checkCode(t *testing.T, what string, err error, want connect.Code) {
 	if strings.ContainsAny(ce.Message(), "*{}") || strings.Contains(ce.Message(), "jwt") {
 		t.Errorf("%s: message %q names internals", what, ce.Message())
 	}
-}
-
-func scrape(t *testing.T, base string) string {
-	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
 }
 
 // TestAuthStreamEndsAtExpiry: a stream whose token expires ends with

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
@@ -35,18 +34,11 @@ func probe(t *testing.T, addr, path string) (int, string, error) {
 // healthStatus asks gRPC health for service over p, on a new connection.
 func healthStatus(t *testing.T, addr string, p ringcast.Protocol, service string) grpchealth.Status {
 	t.Helper()
-	var opts []connect.ClientOption
-	switch p {
-	case ringcast.ProtocolGRPC:
-		opts = append(opts, connect.WithGRPC())
-	case ringcast.ProtocolGRPCWeb:
-		opts = append(opts, connect.WithGRPCWeb())
-	}
 	hc := ringcast.NewHTTPClient(p)
 	defer hc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := grpchealth.NewClient(hc, "http://"+addr, opts...).Check(ctx, &grpchealth.CheckRequest{Service: service})
+	res, err := grpchealth.NewClient(hc, "http://"+addr, ringtest.ClientOptions(p)...).Check(ctx, &grpchealth.CheckRequest{Service: service})
 	if err != nil {
 		t.Fatalf("health Check %q over %s: %v", service, p, err)
 	}

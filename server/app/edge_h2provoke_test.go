@@ -136,7 +136,7 @@ func TestServerResetsProvokedByTheClientAreCut(t *testing.T) {
 			if ga != nil && ga.ErrCode != http2.ErrCodeEnhanceYourCalm {
 				t.Fatalf("GOAWAY %v after %d resets, want ENHANCE_YOUR_CALM", ga.ErrCode, resets)
 			}
-			if m := scrape(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 1`) {
+			if m := ringtest.Scrape(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 1`) {
 				t.Fatalf("the cut was not counted (the server sent %d resets):\n%s", resets, grepLines(m, "ringcast_limit_rejections_total"))
 			}
 		})

@@ -232,7 +232,7 @@ func TestCancellingStreamsIsNotRapidReset(t *testing.T) {
 	if _, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{{Topic: "a", Type: "t", Payload: &ringcastv1.Fact_Data{Data: d}}}})); err != nil {
 		t.Fatalf("publish after the cancels: %v", err)
 	}
-	if m := scrape(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 0`) {
+	if m := ringtest.Scrape(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="h2_reset"} 0`) {
 		t.Fatalf("a client cancelling streams was cut:\n%s", grepLines(m, "ringcast_limit_rejections_total"))
 	}
 }

@@ -71,7 +71,7 @@ func TestStreamsPerClientAreBoundedOnEveryFace(t *testing.T) {
 			t.Fatalf("fourth stream over %s: %v, want resource_exhausted", p, err)
 		}
 	}
-	if m := scrape(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="streams_per_client"} 4`) {
+	if m := ringtest.Scrape(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="streams_per_client"} 4`) {
 		t.Fatalf("rejections not counted:\n%s", grepLines(m, "ringcast_limit_rejections_total"))
 	}
 

@@ -91,8 +91,15 @@ func (h *health) notReady() string {
 // that the stream is about to be sent NOT_SERVING (see watchEnd).
 func (h *health) Check(ctx context.Context, req *grpchealth.CheckRequest) (*grpchealth.CheckResponse, error) {
 	res, err := h.StaticChecker.Check(ctx, req)
-	if err == nil && h.draining.Load() && res.Status != grpchealth.StatusServing {
-		if end, ok := ctx.Value(watchEndKey{}).(*watchEnd); ok {
+	if end, ok := ctx.Value(watchEndKey{}).(*watchEnd); ok && err == nil {
+		// The Watch sends a status only when it changed: a stream that
+		// was already sent NOT_SERVING (a store outage) is sent nothing
+		// now, so it ends at once; else it ends once this one is flushed.
+		unchanged := end.last.Swap(int32(res.Status)+1) == int32(res.Status)+1
+		if h.draining.Load() && res.Status != grpchealth.StatusServing {
+			if unchanged {
+				end.cancel()
+			}
 			end.told.Store(true)
 		}
 	}
@@ -141,6 +148,7 @@ type watchEndKey struct{}
 // handler returns (OK) instead of waiting for a change that never comes.
 type watchEnd struct {
 	told   atomic.Bool
+	last   atomic.Int32 // the status last sent on the stream, plus 1 (0: none yet)
 	cancel context.CancelFunc
 }
 

@@ -19,14 +19,7 @@ import (
 )
 
 func healthClient(srv *ringtest.Server, p ringcast.Protocol) *grpchealth.Client {
-	var opts []connect.ClientOption
-	switch p {
-	case ringcast.ProtocolGRPC:
-		opts = append(opts, connect.WithGRPC())
-	case ringcast.ProtocolGRPCWeb:
-		opts = append(opts, connect.WithGRPCWeb())
-	}
-	return grpchealth.NewClient(srv.HTTPClient(p), srv.URL, opts...)
+	return grpchealth.NewClient(srv.HTTPClient(p), srv.URL, ringtest.ClientOptions(p)...)
 }
 
 func TestProbesWhileServing(t *testing.T) {

@@ -59,6 +59,15 @@ func withCORS(origins []string, next http.Handler) http.Handler {
 // page on another site that made its own name resolve to 127.0.0.1 (DNS
 // rebinding) still sends its own name as Host.
 func withHostCheck(allowed []string, next http.Handler) http.Handler {
+	return hostCheck(allowed, false, "forbidden: this server answers only to loopback host names (see --allowed-host)", next)
+}
+
+// hostCheck is withHostCheck, and withSideHostCheck with ipOK: next serves
+// a request whose Host is a loopback name or address, a name under
+// .localhost, one of allowed or, with ipOK, any IP address; any other gets
+// 403 with refusal, and its connection is closed rather than drained of a
+// body nobody will read.
+func hostCheck(allowed []string, ipOK bool, refusal string, next http.Handler) http.Handler {
 	extra := make(map[string]bool, len(allowed))
 	for _, h := range allowed {
 		extra[strings.ToLower(h)] = true
@@ -69,10 +78,11 @@ func withHostCheck(allowed []string, next http.Handler) http.Handler {
 			host = h
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		if !isLoopbackHost(host) && !strings.HasSuffix(host, ".localhost") && !extra[host] && !extra[strings.ToLower(r.Host)] {
-			// Close rather than drain a body nobody will read.
+		ok := isLoopbackHost(host) || strings.HasSuffix(host, ".localhost") || extra[host] || extra[strings.ToLower(r.Host)] ||
+			(ipOK && net.ParseIP(host) != nil)
+		if !ok {
 			w.Header().Set("Connection", "close")
-			http.Error(w, "forbidden: this server answers only to loopback host names (see --allowed-host)", http.StatusForbidden)
+			http.Error(w, refusal, http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)

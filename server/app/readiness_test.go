@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -84,6 +85,19 @@ func wantReadiness(t *testing.T, addr string, code int, prefix string, st grpche
 	}
 }
 
+// watchHealth opens a health Watch of the server on every protocol, each
+// on its own client, for as long as ctx lasts.
+func watchHealth(t *testing.T, ctx context.Context, addr string) map[ringcast.Protocol]<-chan grpchealth.WatchEvent {
+	t.Helper()
+	watches := map[ringcast.Protocol]<-chan grpchealth.WatchEvent{}
+	for _, p := range ringtest.Protocols {
+		hc := ringcast.NewHTTPClient(p)
+		t.Cleanup(hc.CloseIdleConnections)
+		watches[p] = grpchealth.NewClient(hc, "http://"+addr, ringtest.ClientOptions(p)...).Watch(ctx, &grpchealth.CheckRequest{})
+	}
+	return watches
+}
+
 // publishOne publishes one commit over p and returns its error.
 func publishOne(t *testing.T, addr string, p ringcast.Protocol, i int) error {
 	t.Helper()
@@ -105,6 +119,21 @@ func wantStoreError(t *testing.T, err error, cond string) {
 	}
 }
 
+// fillUntilFull publishes over Connect until the store refuses a commit as
+// full (at most most commits), then checks that readiness says so.
+func fillUntilFull(t *testing.T, addr string, most int) {
+	t.Helper()
+	var refused error
+	for i := 0; refused == nil; i++ {
+		if i > most {
+			t.Fatalf("the store took %d commits and is not full", most)
+		}
+		refused = publishOne(t, addr, ringcast.ProtocolConnect, i)
+	}
+	wantStoreError(t, refused, "store full: ")
+	wantReadiness(t, addr, http.StatusServiceUnavailable, "store full: ", grpchealth.StatusNotServing)
+}
+
 // TestReadinessFollowsTheStore: readiness (/readyz and gRPC health on all
 // three protocols) is off while the JetStream store is unavailable or full
 // and on again when it recovers; a publish refused meanwhile names the
@@ -122,19 +151,7 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 		// Health watchers are told of the outage and of its end, and stay.
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		watches := map[ringcast.Protocol]<-chan grpchealth.WatchEvent{}
-		for _, p := range ringtest.Protocols {
-			var opts []connect.ClientOption
-			switch p {
-			case ringcast.ProtocolGRPC:
-				opts = append(opts, connect.WithGRPC())
-			case ringcast.ProtocolGRPCWeb:
-				opts = append(opts, connect.WithGRPCWeb())
-			}
-			hc := ringcast.NewHTTPClient(p)
-			defer hc.CloseIdleConnections()
-			watches[p] = grpchealth.NewClient(hc, "http://"+addr, opts...).Watch(ctx, &grpchealth.CheckRequest{})
-		}
+		watches := watchHealth(t, ctx, addr)
 		nextStatus := func(p ringcast.Protocol, want grpchealth.Status) {
 			t.Helper()
 			ev := ringtest.Wait(t, watches[p], 60*time.Second, "a health status over "+string(p))
@@ -183,15 +200,7 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 		}
 		addr, _ := serveOnNATS(t, ns)
 		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
-		var refused error
-		for i := 0; refused == nil; i++ {
-			if i > 1000 {
-				t.Fatal("4096 bytes took 1000 commits")
-			}
-			refused = publishOne(t, addr, ringcast.ProtocolConnect, i)
-		}
-		wantStoreError(t, refused, "store full: ")
-		wantReadiness(t, addr, http.StatusServiceUnavailable, "store full: ", grpchealth.StatusNotServing)
+		fillUntilFull(t, addr, 1000)
 
 		cfg.MaxBytes = 1 << 20
 		if _, err := js.UpdateStream(ctx, cfg); err != nil {
@@ -207,34 +216,33 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 
 	t.Run("JetStream storage exhausted", func(t *testing.T) {
 		ns := natsServer(t, t.TempDir(), -1, func(o *server.Options) { o.JetStreamMaxStore = 64 << 10 })
-		addr, nc := serveOnNATS(t, ns)
-		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
-		var refused error
-		for i := 0; refused == nil; i++ {
-			if i > 10000 {
-				t.Fatal("64 KiB took 10000 commits")
-			}
-			refused = publishOne(t, addr, ringcast.ProtocolConnect, i)
+		// Another stream takes part of the storage, and deleting it makes
+		// room later: the commit stream itself is never cut under the
+		// server, which would be damage (docs/reliability.md).
+		bc, err := nats.Connect(ns.ClientURL())
+		if err != nil {
+			t.Fatal(err)
 		}
-		wantStoreError(t, refused, "store full: ")
-		wantReadiness(t, addr, http.StatusServiceUnavailable, "store full: ", grpchealth.StatusNotServing)
+		defer bc.Close()
+		bjs, _ := jetstream.New(bc)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if _, err := bjs.CreateStream(ctx, jetstream.StreamConfig{Name: "ballast", Subjects: []string{"ballast"}, Storage: jetstream.FileStorage}); err != nil {
+			t.Fatal(err)
+		}
+		for range 24 {
+			if _, err := bjs.Publish(ctx, "ballast", make([]byte, 1024)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		addr, _ := serveOnNATS(t, ns)
+		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+		fillUntilFull(t, addr, 10000)
 		for _, p := range ringtest.Protocols {
 			wantStoreError(t, publishOne(t, addr, p, -1), "store full: ")
 		}
 
-		js, _ := jetstream.New(nc)
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		st, err := js.Stream(ctx, natslog.DefaultStream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := st.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Make room: drop the older half of the commits.
-		if err := st.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq/2)); err != nil {
+		if err := bjs.DeleteStream(ctx, "ballast"); err != nil {
 			t.Fatal(err)
 		}
 		wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
@@ -244,4 +252,64 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAWatchToldOfAnOutageNeverHoldsShutdown: a health Watch stream that was
+// already sent NOT_SERVING for a store outage is sent nothing new when the
+// server drains (the status did not change), and still ends with an OK
+// status at once on every protocol: Serve returns without the grace period
+// (an hour: a hang shows) running out and closing streams.
+func TestAWatchToldOfAnOutageNeverHoldsShutdown(t *testing.T) {
+	ns := natsServer(t, t.TempDir(), -1, nil)
+	nc, err := natslog.Connect([]string{ns.ClientURL()}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var log lockedBuffer
+	cfg := ringtest.Config()
+	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
+	cfg.ShutdownGrace = time.Hour
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	_, addr, cancel, done := serveLoopback(t, cfg)
+	defer cancel()
+	wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	wantReadiness(t, addr, http.StatusServiceUnavailable, "store unavailable: ", grpchealth.StatusNotServing)
+	ctx, cancelWatch := context.WithCancel(context.Background())
+	defer cancelWatch()
+	watches := watchHealth(t, ctx, addr)
+	for _, p := range ringtest.Protocols {
+		ev := ringtest.Wait(t, watches[p], 60*time.Second, "a health status over "+string(p))
+		if ev.Err != nil || ev.Response == nil || ev.Response.Status != grpchealth.StatusNotServing {
+			t.Fatalf("health Watch over %s during the outage: %+v, want NOT_SERVING", p, ev)
+		}
+	}
+
+	cancel() // SIGTERM
+	for _, p := range ringtest.Protocols {
+		for open := true; open; {
+			select {
+			case ev, ok := <-watches[p]:
+				if open = ok; ok && (ev.Err != nil || ev.Response.Status != grpchealth.StatusNotServing) {
+					t.Errorf("health Watch over %s on shutdown: %+v, want at most NOT_SERVING and an OK end", p, ev)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("the health Watch over %s did not end on shutdown", p)
+			}
+		}
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Serve did not return: a health Watch holds shutdown")
+	}
+	if strings.Contains(log.String(), "streams still open") {
+		t.Fatalf("shutdown closed streams still open:\n%s", log.String())
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/ringcast/ringcast/server/limit"
@@ -37,23 +36,7 @@ func sideEdge(cfg Config, lim *limit.Limiter, ln net.Listener, h http.Handler, w
 // listener has no token to stop it. An IP address cannot be such a page's
 // name, so scrapers that address the listener by IP need nothing more.
 func withSideHostCheck(allowed []string, next http.Handler) http.Handler {
-	extra := make(map[string]bool, len(allowed))
-	for _, h := range allowed {
-		extra[strings.ToLower(h)] = true
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.ToLower(r.Host)
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		if !isLoopbackHost(host) && net.ParseIP(host) == nil && !strings.HasSuffix(host, ".localhost") && !extra[host] && !extra[strings.ToLower(r.Host)] {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "forbidden: this listener answers only to loopback names, IP addresses and --allowed-host names", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return hostCheck(allowed, true, "forbidden: this listener answers only to loopback names, IP addresses and --allowed-host names", next)
 }
 
 // logSideListeners warns, once at start, about side listeners reachable

@@ -67,27 +67,40 @@ func (d *dedupe) off() bool { return d.limit <= 0 || d.window <= 0 }
 
 // admit reports whether put can take n new keys of client without
 // forgetting a key still inside its window, or else a *DedupeFullError
-// saying when to retry (call get first: it drops the expired ones).
+// saying when to retry (call get first: it drops the expired ones). More
+// new keys than one client may hold, or than the table holds, are refused
+// with ErrTooManyKeys: no wait would make room for them.
 func (d *dedupe) admit(client string, n int, now time.Time) error {
 	if n == 0 || d.off() {
 		return nil
 	}
-	// A client holding no key may publish a batch of more new keys than
-	// its share (within the table's room): refused by its size alone, it
-	// would be refused for ever.
+	switch {
+	case d.perClient > 0 && n > d.perClient:
+		return fmt.Errorf("%w: %d of them, more than one client may hold (dedupe-keys-per-client %d); publish them in smaller batches",
+			ErrTooManyKeys, n, d.perClient)
+	case n > d.limit:
+		return fmt.Errorf("%w: %d of them, more than the dedupe table holds (dedupe-keys %d); publish them in smaller batches",
+			ErrTooManyKeys, n, d.limit)
+	}
 	if c := d.byClient[client]; d.perClient > 0 && c != nil && c.keys+n > d.perClient {
+		// Room for n comes when the client's (keys+n-perClient)-th oldest
+		// key expires.
+		e := c.front
+		for range c.keys + n - d.perClient - 1 {
+			e = e.nextOf
+		}
 		return &DedupeFullError{
-			RetryAfter: c.front.expires.Sub(now),
+			RetryAfter: e.expires.Sub(now),
 			msg: fmt.Sprintf("hub: this client's share of the dedupe table (dedupe-keys-per-client %d) is full of idempotency keys still inside the dedupe window (it holds %d); retry later",
 				d.perClient, c.keys),
 		}
 	}
 	if len(d.byKey)+n > d.limit {
-		after := time.Duration(0)
-		if d.front != nil {
-			after = d.front.expires.Sub(now)
+		e := d.front
+		for range len(d.byKey) + n - d.limit - 1 {
+			e = e.next
 		}
-		return &DedupeFullError{RetryAfter: after, msg: ErrDedupeFull.Error()}
+		return &DedupeFullError{RetryAfter: e.expires.Sub(now), msg: ErrDedupeFull.Error()}
 	}
 	return nil
 }
@@ -150,8 +163,8 @@ func (d *dedupe) drop() {
 
 // DedupeFullError is a refusal of new idempotency keys (it matches
 // ErrDedupeFull): the dedupe table, or the publishing client's share of
-// it, is full of keys still inside their window. RetryAfter is when the
-// oldest of them expires and frees room.
+// it, is full of keys still inside their window. RetryAfter is when
+// enough of the oldest of them expire to free room for the new keys.
 type DedupeFullError struct {
 	RetryAfter time.Duration
 	msg        string

@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,11 +55,54 @@ func TestDedupeShareIsPerClient(t *testing.T) {
 	if len(d.byKey) != 0 || len(d.byClient) != 0 {
 		t.Fatalf("after every window: %d keys, %d clients", len(d.byKey), len(d.byClient))
 	}
-	if err := d.admit("a", 6, now.Add(time.Hour)); err != nil {
-		t.Fatalf("a batch of 6 new keys from a client holding none: %v", err)
+	if err := d.admit("a", 4, now.Add(time.Hour)); err != nil {
+		t.Fatalf("a batch of 4 new keys from a client holding none: %v", err)
 	}
-	if err := d.admit("a", 9, now.Add(time.Hour)); err == nil {
-		t.Fatal("9 new keys into a table of 8 admitted")
+}
+
+// TestDedupeBatchOverTheShareIsRefused: a batch of more new keys than one
+// client may hold is refused, even from a client holding none, so that no
+// client takes more than its share in one batch; with no share, a batch
+// larger than the table. Either refusal says to split the batch, and is
+// no DedupeFullError: no wait would make room.
+func TestDedupeBatchOverTheShareIsRefused(t *testing.T) {
+	now := time.Unix(1000, 0)
+	d := newDedupe(time.Minute, 8, 0) // a share of 4
+	err := d.admit("a", 5, now)
+	var full *DedupeFullError
+	if !errors.Is(err, ErrTooManyKeys) || errors.As(err, &full) || errors.Is(err, ErrDedupeFull) ||
+		!strings.Contains(err.Error(), "dedupe-keys-per-client 4") || !strings.Contains(err.Error(), "smaller batches") {
+		t.Fatalf("5 new keys in one batch with a share of 4: %v, want ErrTooManyKeys naming the share", err)
+	}
+	d = newDedupe(time.Minute, 8, -1)
+	if err := d.admit("a", 8, now); err != nil {
+		t.Fatalf("8 new keys into an empty table of 8 with no share: %v", err)
+	}
+	if err := d.admit("a", 9, now); !errors.Is(err, ErrTooManyKeys) || !strings.Contains(err.Error(), "dedupe-keys 8") {
+		t.Fatalf("9 new keys into a table of 8: %v, want ErrTooManyKeys naming dedupe-keys", err)
+	}
+}
+
+// TestDedupeRetryAfterCoversTheBatch: a refused batch of n new keys is told
+// to retry when enough of the oldest keys expire to make room for all n,
+// not only the oldest: of the client's share, and of the table.
+func TestDedupeRetryAfterCoversTheBatch(t *testing.T) {
+	now := time.Unix(1000, 0)
+	d := newDedupe(time.Minute, 8, 0) // a share of 4
+	for i := range 4 {
+		d.put("a", fmt.Sprint("a", i), Receipt{}, now.Add(time.Duration(i)*time.Second))
+	}
+	var full *DedupeFullError
+	// a holds 4 of 4, expiring at 60, 61, 62, 63s: 3 new keys need three gone.
+	if err := d.admit("a", 3, now.Add(10*time.Second)); !errors.As(err, &full) || full.RetryAfter != 52*time.Second {
+		t.Fatalf("3 new keys of a holding its share: %v, want RetryAfter 52s (a2 expires at 62s)", err)
+	}
+	for i := range 4 {
+		d.put("b", fmt.Sprint("b", i), Receipt{}, now.Add(time.Duration(4+i)*time.Second))
+	}
+	// The table is full (expiring at 60…67s): c's 2 new keys need a0 and a1 gone.
+	if err := d.admit("c", 2, now.Add(10*time.Second)); !errors.As(err, &full) || full.RetryAfter != 51*time.Second {
+		t.Fatalf("2 new keys of c into a full table: %v, want RetryAfter 51s (a1 expires at 61s)", err)
 	}
 }
 

@@ -37,6 +37,12 @@ var ErrDraining = errors.New("hub: draining, not accepting publishes")
 // retry would be appended again), so the publish is refused instead.
 var ErrDedupeFull = errors.New("hub: every remembered idempotency key is still inside the dedupe window; retry later")
 
+// ErrTooManyKeys is returned by PublishBatch for a batch of more new
+// idempotency keys than one client may hold in the dedupe table (or than
+// the table holds): no wait would make room for them, so the batch is
+// refused as it is and must be split.
+var ErrTooManyKeys = errors.New("hub: too many new idempotency keys in one batch")
+
 // Config configures a Hub. Zero fields take the defaults documented on
 // them, applied once by WithDefaults (package app embeds Config, so these
 // are also the server's defaults).

@@ -75,7 +75,8 @@ type BatchLog interface {
 // Publish (ErrInvalidFact, naming the commit) when some face could not carry
 // them; new keys that the dedupe table, or the client's share of it
 // (ContextWithClient), has no room for refuse the whole batch with a
-// *DedupeFullError (ErrDedupeFull).
+// *DedupeFullError (ErrDedupeFull), and more new keys than the client may
+// hold at all with ErrTooManyKeys.
 //
 // With a Log, the Log numbers and deduplicates the commits (see BatchLog),
 // with no dedupe table in the hub (so no ErrDedupeFull), and a draining hub
@@ -157,7 +158,9 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 	if err := h.dedupe.admit(client, newKeys, now); err != nil {
 		h.mu.Unlock()
 		clear(receipts)
-		h.dedupeRefused.Add(1)
+		if errors.Is(err, ErrDedupeFull) {
+			h.dedupeRefused.Add(1)
+		}
 		return err
 	}
 	for i, c := range commits {

@@ -124,10 +124,50 @@ type Limiter struct {
 
 type client struct {
 	streams int
-	tokens  float64              // commits
-	bytes   float64              // bytes
-	refill  time.Time            // when tokens and bytes were last brought up to date
+	commits bucket               // commits
+	bytes   bucket               // bytes
+	refill  time.Time            // when commits and bytes were last brought up to date
 	logged  map[string]time.Time // last log line per limit
+}
+
+// bucket is a token bucket: it holds up to burst tokens and refills at
+// rate tokens a second (a negative rate: no bucket, never short).
+type bucket struct {
+	tokens, burst, rate float64
+}
+
+func newBucket(burst, rate float64) bucket { return bucket{tokens: burst, burst: burst, rate: rate} }
+
+func (b *bucket) on() bool { return b.rate >= 0 }
+
+// refillFor adds what elapsed seconds bring, up to burst.
+func (b *bucket) refillFor(elapsed float64) {
+	if b.on() {
+		b.tokens = min(b.burst, b.tokens+elapsed*b.rate)
+	}
+}
+
+// full reports whether the bucket holds its burst: a client whose buckets
+// are full is indistinguishable from a new one.
+func (b *bucket) full() bool { return !b.on() || b.tokens >= b.burst }
+
+// short reports whether the bucket cannot give n tokens now, and how long
+// until it can. A request larger than the bucket passes once the bucket is
+// full and leaves it in debt, so the client's next requests wait it off;
+// asking for more than the bucket can hold would be refused for ever.
+func (b *bucket) short(n float64) (time.Duration, bool) {
+	if need := min(n, b.burst); b.on() && need > b.tokens {
+		return time.Duration((need - b.tokens) / b.rate * float64(time.Second)), true
+	}
+	return 0, false
+}
+
+// take takes n tokens (once short says they are there), possibly into
+// debt.
+func (b *bucket) take(n float64) {
+	if b.on() {
+		b.tokens -= n
+	}
 }
 
 // New returns a Limiter for cfg.
@@ -141,36 +181,43 @@ func (l *Limiter) get(id string, now time.Time) *client { return getClient(l, id
 // getClient is get for an id held in a string or in bytes: looking a known
 // client up by bytes allocates nothing. l.mu is held.
 func getClient[ID ~string | ~[]byte](l *Limiter, id ID, now time.Time) *client {
+	if l.calls++; l.calls >= 4096 {
+		l.sweep(now) // first: it may forget id's client, which must not be handed out
+	}
 	c := l.byID[string(id)]
 	if c == nil {
-		c = &client{tokens: float64(l.cfg.PublishBurst), bytes: float64(l.cfg.PublishByteBurst), refill: now}
+		c = &client{
+			commits: newBucket(float64(l.cfg.PublishBurst), l.cfg.PublishRate),
+			bytes:   newBucket(float64(l.cfg.PublishByteBurst), l.cfg.PublishByteRate),
+			refill:  now,
+		}
 		l.byID[string(id)] = c
-	}
-	if l.calls++; l.calls >= 4096 {
-		l.sweep(now)
 	}
 	return c
 }
 
-// sweep forgets clients with no stream open and a full bucket: they are
-// indistinguishable from new ones. l.mu is held.
+// sweep forgets clients with no stream open and full buckets (refilled
+// to now first: a bucket left in debt by a large request takes longer
+// than a burst to refill): they are indistinguishable from new ones.
+// l.mu is held.
 func (l *Limiter) sweep(now time.Time) {
 	l.calls = 0
-	full := max(refillTime(float64(l.cfg.PublishBurst), l.cfg.PublishRate), refillTime(float64(l.cfg.PublishByteBurst), l.cfg.PublishByteRate))
 	for id, c := range l.byID {
-		if c.streams == 0 && now.Sub(c.refill) >= full && now.Sub(lastLog(c)) >= time.Minute {
+		c.refillTo(now)
+		if c.streams == 0 && c.commits.full() && c.bytes.full() && now.Sub(lastLog(c)) >= time.Minute {
 			delete(l.byID, id)
 		}
 	}
 }
 
-// refillTime is how long a bucket of burst takes to fill from empty at
-// rate (a negative rate: no bucket, 0).
-func refillTime(burst, rate float64) time.Duration {
-	if rate <= 0 {
-		return 0
+// refillTo brings both buckets up to now.
+func (c *client) refillTo(now time.Time) {
+	if now.After(c.refill) {
+		elapsed := now.Sub(c.refill).Seconds()
+		c.commits.refillFor(elapsed)
+		c.bytes.refillFor(elapsed)
+		c.refill = now
 	}
-	return time.Duration(burst / rate * float64(time.Second))
 }
 
 func lastLog(c *client) (t time.Time) {
@@ -250,47 +297,27 @@ func allowPublish[ID ~string | ~[]byte](l *Limiter, id ID, commits, size int) er
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := getClient(l, id, now)
-	elapsed := now.Sub(c.refill).Seconds()
-	c.refill = now
-	// A request larger than a bucket passes once the bucket is full and
-	// leaves it in debt, so the client's next requests wait it off;
-	// asking for more than the bucket can hold would be refused for ever.
+	c.refillTo(now)
 	var e *Error
-	if byCount {
-		burst := float64(l.cfg.PublishBurst)
-		c.tokens = min(burst, c.tokens+elapsed*l.cfg.PublishRate)
-		if need := min(float64(commits), burst); need > c.tokens {
-			wait := time.Duration((need - c.tokens) / l.cfg.PublishRate * float64(time.Second))
-			e = &Error{
-				Limit:      Publish,
-				RetryAfter: wait,
-				msg:        fmt.Sprintf("publish rate over %g commits/s (burst %d) for this client (publish-rate); retry after %v", l.cfg.PublishRate, l.cfg.PublishBurst, wait.Round(time.Millisecond)),
-			}
+	if wait, short := c.commits.short(float64(commits)); short {
+		e = &Error{
+			Limit:      Publish,
+			RetryAfter: wait,
+			msg:        fmt.Sprintf("publish rate over %g commits/s (burst %d) for this client (publish-rate); retry after %v", l.cfg.PublishRate, l.cfg.PublishBurst, wait.Round(time.Millisecond)),
 		}
 	}
-	if byBytes {
-		burst := float64(l.cfg.PublishByteBurst)
-		c.bytes = min(burst, c.bytes+elapsed*l.cfg.PublishByteRate)
-		if need := min(float64(size), burst); need > c.bytes {
-			wait := time.Duration((need - c.bytes) / l.cfg.PublishByteRate * float64(time.Second))
-			if e == nil || wait > e.RetryAfter {
-				e = &Error{
-					Limit:      PublishBytes,
-					RetryAfter: wait,
-					msg:        fmt.Sprintf("publish rate over %g bytes/s (burst %d bytes) for this client (publish-byte-rate); retry after %v", l.cfg.PublishByteRate, l.cfg.PublishByteBurst, wait.Round(time.Millisecond)),
-				}
-			}
+	if wait, short := c.bytes.short(float64(size)); short && (e == nil || wait > e.RetryAfter) {
+		e = &Error{
+			Limit:      PublishBytes,
+			RetryAfter: wait,
+			msg:        fmt.Sprintf("publish rate over %g bytes/s (burst %d bytes) for this client (publish-byte-rate); retry after %v", l.cfg.PublishByteRate, l.cfg.PublishByteBurst, wait.Round(time.Millisecond)),
 		}
 	}
 	if e != nil {
 		return l.refuse(string(id), c, now, e)
 	}
-	if byCount {
-		c.tokens -= float64(commits)
-	}
-	if byBytes {
-		c.bytes -= float64(size)
-	}
+	c.commits.take(float64(commits))
+	c.bytes.take(float64(size))
 	return nil
 }
 

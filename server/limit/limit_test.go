@@ -120,3 +120,37 @@ func TestNegativeRatesDisableOnlyTheirBucket(t *testing.T) {
 		t.Fatalf("commits past the commit bucket with no byte bound: %v, want a publish-rate refusal", err)
 	}
 }
+
+// TestSweepKeepsClientsInDebt: the sweep that forgets idle clients keeps
+// one whose byte bucket an oversized request left in debt until the debt
+// is paid off, although a burst's refill time has passed; once its
+// buckets are full again it is forgotten.
+func TestSweepKeepsClientsInDebt(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := New(Config{PublishRate: 1000, PublishBurst: 1000, PublishByteRate: 1000, PublishByteBurst: 1000})
+	l.now = func() time.Time { return now }
+	if err := l.AllowPublish("c", 1, 10000); err != nil {
+		t.Fatalf("10000 bytes on a full bucket of 1000: %v", err)
+	}
+	// 2s later: a burst refills in 1s, but the debt of 9000 bytes takes 9s.
+	now = now.Add(2 * time.Second)
+	l.mu.Lock()
+	l.sweep(now)
+	_, kept := l.byID["c"]
+	l.mu.Unlock()
+	if !kept {
+		t.Fatal("the sweep forgot a client still in debt")
+	}
+	var le *Error
+	if err := l.AllowPublish("c", 1, 1); !errors.As(err, &le) || le.Limit != PublishBytes || le.RetryAfter != 7*time.Second+time.Millisecond {
+		t.Fatalf("a byte 2s into a debt of 9s: %v, want a publish-byte-rate refusal with Retry-After 7.001s", err)
+	}
+	now = now.Add(time.Minute) // past the refusal's log line too
+	l.mu.Lock()
+	l.sweep(now)
+	_, kept = l.byID["c"]
+	l.mu.Unlock()
+	if kept {
+		t.Fatal("the sweep kept a client with full buckets and nothing else")
+	}
+}

@@ -87,7 +87,6 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 			if err := l.mark(ctx, last); err != nil {
 				return nil, l.condition(err)
 			}
-			l.cond.ok(true)
 			for k, i := range pending {
 				rs[i] = hub.Receipt{Seq: last - uint64(len(pending)-1-k), Time: at}
 			}

@@ -13,10 +13,9 @@ import (
 )
 
 // TestStoreConditionsAreNamed: a store with no room refuses a commit with
-// an error that says "store full", not the NATS client's words, and
-// Condition reports ErrStoreFull; a store that does not answer (its server
-// stopped) is "store unavailable", on Append and Range, and Condition
-// reports ErrStoreUnavailable.
+// an error that says "store full", not the NATS client's words; a store
+// that does not answer (its server stopped) is "store unavailable", on
+// Append and Range.
 func TestStoreConditionsAreNamed(t *testing.T) {
 	opts := natslog.EmbeddedOptions(t.TempDir())
 	opts.JetStreamMaxStore = 256 << 10
@@ -33,9 +32,6 @@ func TestStoreConditionsAreNamed(t *testing.T) {
 	// A hang guard only: the conditions are told by the NATS server's
 	// answers (or its closed connection), not by a request timing out.
 	l := openLog(t, nc, natslog.Options{Timeout: 30 * time.Second})
-	if err := l.Condition(); err != nil {
-		t.Fatalf("Condition of a fresh store: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	big := strings.Repeat("x", 16<<10)
@@ -49,9 +45,6 @@ func TestStoreConditionsAreNamed(t *testing.T) {
 	if !errors.Is(full, natslog.ErrStoreFull) || !strings.HasPrefix(full.Error(), "store full: ") || strings.Contains(full.Error(), "nats:") {
 		t.Fatalf("append to a full store: %q; want a \"store full\" error that does not quote the NATS client", full)
 	}
-	if err := l.Condition(); !errors.Is(err, natslog.ErrStoreFull) {
-		t.Fatalf("Condition of a full store: %v, want ErrStoreFull", err)
-	}
 	nc.Close()
 	_, err = l.Append(ctx, time.Now(), commit("", 1))
 	if !errors.Is(err, natslog.ErrStoreUnavailable) || !strings.HasPrefix(err.Error(), "store unavailable: ") || strings.Contains(err.Error(), "nats:") {
@@ -59,8 +52,5 @@ func TestStoreConditionsAreNamed(t *testing.T) {
 	}
 	if _, _, err := l.Range(ctx); !errors.Is(err, natslog.ErrStoreUnavailable) {
 		t.Fatalf("Range with the store gone: %v, want ErrStoreUnavailable", err)
-	}
-	if err := l.Condition(); !errors.Is(err, natslog.ErrStoreUnavailable) {
-		t.Fatalf("Condition with the store gone: %v, want ErrStoreUnavailable", err)
 	}
 }

@@ -124,8 +124,7 @@ type Log struct {
 	gen                    uint64
 	marked, first, deleted atomic.Uint64
 	markMu                 sync.Mutex
-	cond                   condState // the last store condition met (Condition)
-	cached                 record    // guarded by markMu, at revision rev (0: read again)
+	cached                 record // guarded by markMu, at revision rev (0: read again)
 	rev                    uint64
 }
 
@@ -276,7 +275,6 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	if err := l.mark(ctx, ack.Sequence); err != nil {
 		return hub.Receipt{}, l.condition(err)
 	}
-	l.cond.ok(!ack.Duplicate)
 	// A duplicate's PubAck carries the original's stream sequence (JetStream
 	// keeps it with the key for the duplicate window; a key whose original
 	// is still being stored is an error, retried by the client).
@@ -378,7 +376,6 @@ func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
 	if err != nil {
 		return 0, 0, l.condition(err)
 	}
-	l.cond.ok(false)
 	if err := l.same(info); err != nil {
 		return 0, 0, err
 	}

@@ -6,6 +6,7 @@ package ringtest
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
@@ -171,6 +174,32 @@ func (s *Server) HTTPClient(p ringcast.Protocol) *http.Client {
 	s.clients = append(s.clients, hc)
 	s.mu.Unlock()
 	return hc
+}
+
+// ClientOptions are the connect client options that speak p.
+func ClientOptions(p ringcast.Protocol) []connect.ClientOption {
+	switch p {
+	case ringcast.ProtocolGRPC:
+		return []connect.ClientOption{connect.WithGRPC()}
+	case ringcast.ProtocolGRPCWeb:
+		return []connect.ClientOption{connect.WithGRPCWeb()}
+	}
+	return nil
+}
+
+// Scrape GETs base's /metrics and returns the exposition text.
+func Scrape(t testing.TB, base string) string {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // Wait receives from ch or fails the test after d.

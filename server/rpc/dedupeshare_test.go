@@ -15,6 +15,13 @@ import (
 	"github.com/ringcast/ringcast/server/ringtest"
 )
 
+// shareServer serves a dedupe table of 8 keys: a share of 4.
+func shareServer(t *testing.T) *ringtest.Server {
+	cfg := ringtest.Config()
+	cfg.DedupeKeys = 8
+	return ringtest.Start(t, cfg)
+}
+
 // TestOneClientCannotFillTheDedupeTable: one client holds at most its
 // share of the dedupe table (half of --dedupe-keys by default); past it
 // its new keys are refused with resource_exhausted and a Retry-After, on
@@ -23,9 +30,7 @@ import (
 // keys still get their receipts.
 func TestOneClientCannotFillTheDedupeTable(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
-		cfg := ringtest.Config()
-		cfg.DedupeKeys = 8 // a share of 4
-		srv := ringtest.Start(t, cfg)
+		srv := shareServer(t)
 		ctx := context.Background()
 		greedy, greedyHTTP := clientFrom(t, srv, p, "127.0.0.1")
 		other, _ := clientFrom(t, srv, p, "127.0.0.2")
@@ -72,6 +77,38 @@ func TestOneClientCannotFillTheDedupeTable(t *testing.T) {
 			if _, err := pub(other, fmt.Sprint("o", i)); err != nil {
 				t.Fatalf("another client's key %d: %v", i, err)
 			}
+		}
+	})
+}
+
+// TestABatchCannotTakeMoreThanAShare: a PublishBatch of more new keys than
+// one client may hold is refused with invalid_argument naming
+// dedupe-keys-per-client, even from a client holding no key, on every
+// protocol; nothing is appended, and the same keys in batches within the
+// share are taken.
+func TestABatchCannotTakeMoreThanAShare(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, p ringcast.Protocol) {
+		srv := shareServer(t)
+		ctx := context.Background()
+		c, _ := clientFrom(t, srv, p, "127.0.0.1")
+		batch := func(keys ...string) error {
+			req := &ringcastv1.PublishBatchRequest{}
+			for _, k := range keys {
+				req.Commits = append(req.Commits, &ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}, IdempotencyKey: k})
+			}
+			_, err := c.PublishBatch(ctx, connect.NewRequest(req))
+			return err
+		}
+		_, before := srv.Hub().Bounds()
+		err := batch("k0", "k1", "k2", "k3", "k4")
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "dedupe-keys-per-client 4") || !strings.Contains(err.Error(), "smaller batches") {
+			t.Fatalf("5 new keys in one batch with a share of 4: %v, want invalid_argument naming dedupe-keys-per-client", err)
+		}
+		if _, head := srv.Hub().Bounds(); head != before {
+			t.Fatalf("the refused batch appended: head %d -> %d", before, head)
+		}
+		if err := batch("k0", "k1", "k2", "k3"); err != nil {
+			t.Fatalf("4 new keys in one batch with a share of 4: %v", err)
 		}
 	})
 }

@@ -98,19 +98,8 @@ func TestPublishBytesAreBoundedPerClient(t *testing.T) {
 		if p == ringcast.ProtocolConnect {
 			want = "3" // and the plain HTTP request
 		}
-		if m := scrapeMetrics(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="publish_byte_rate"} `+want+"\n") {
+		if m := ringtest.Scrape(t, srv.URL); !strings.Contains(m, `ringcast_limit_rejections_total{limit="publish_byte_rate"} `+want+"\n") {
 			t.Fatalf("byte-rate refusals not counted as %s by their limit name", want)
 		}
 	})
-}
-
-func scrapeMetrics(t *testing.T, base string) string {
-	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
 }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/validate"
@@ -137,10 +138,12 @@ func publishError(err error) error {
 	code := connect.CodeInternal
 	var full *hub.DedupeFullError
 	switch {
-	case errors.Is(err, hub.ErrInvalidFact):
+	case errors.Is(err, hub.ErrInvalidFact), errors.Is(err, hub.ErrTooManyKeys):
 		code = connect.CodeInvalidArgument
 	case errors.As(err, &full):
 		return limit.Exhausted(errors.New(strings.TrimPrefix(err.Error(), "hub: ")), full.RetryAfter)
+	case errors.Is(err, hub.ErrDedupeFull):
+		return limit.Exhausted(errors.New(strings.TrimPrefix(err.Error(), "hub: ")), time.Second)
 	case errors.Is(err, hub.ErrDraining), errors.Is(err, hub.ErrUnavailable):
 		code = connect.CodeUnavailable
 	case errors.Is(err, hub.ErrBatchUnsupported):

@@ -23,13 +23,7 @@ func TestBatchedStreamsDecodeInBothCodecs(t *testing.T) {
 		srv := store.Start(t, ringtest.Config())
 		for _, codec := range []string{"proto", "json"} {
 			t.Run(codec, func(t *testing.T) {
-				opts := []connect.ClientOption{}
-				switch p {
-				case ringcast.ProtocolGRPC:
-					opts = append(opts, connect.WithGRPC())
-				case ringcast.ProtocolGRPCWeb:
-					opts = append(opts, connect.WithGRPCWeb())
-				}
+				opts := ringtest.ClientOptions(p)
 				if codec == "json" {
 					opts = append(opts, connect.WithProtoJSON())
 				}

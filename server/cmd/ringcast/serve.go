@@ -39,7 +39,7 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.IntVar(&cfg.StateKeys, "state-keys", cfg.StateKeys, "keys kept for LATEST_PER_KEY snapshots; past it the least recently updated key is dropped")
 	fs.DurationVar(&cfg.DedupeWindow, "dedupe-window", cfg.DedupeWindow, "how long a publish idempotency key is remembered")
 	fs.IntVar(&cfg.DedupeKeys, "dedupe-keys", cfg.DedupeKeys, "most idempotency keys remembered; a new key past it is refused (resource_exhausted, Retry-After) until the oldest expire, none is forgotten early (memory store only: a durable store's duplicate window has no key bound)")
-	fs.IntVar(&cfg.DedupeKeysPerClient, "dedupe-keys-per-client", cfg.DedupeKeysPerClient, "most idempotency keys remembered for one client (token sub, else remote IP); past it its new keys get resource_exhausted until its oldest expire (memory store only; 0: half of --dedupe-keys; negative: no per-client share)")
+	fs.IntVar(&cfg.DedupeKeysPerClient, "dedupe-keys-per-client", cfg.DedupeKeysPerClient, "most idempotency keys remembered for one client (token sub, else remote IP); past it its new keys get resource_exhausted until its oldest expire, and a batch of more new keys than it invalid_argument (memory store only; 0: half of --dedupe-keys; negative: no per-client share)")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", cfg.MaxRequestBytes, "largest request message accepted, in bytes")
 	fs.IntVar(&cfg.MaxFactBytes, "max-fact-bytes", cfg.MaxFactBytes, "largest fact accepted (its protobuf encoding), in bytes; larger ones are refused with invalid_argument")
 	fs.IntVar(&cfg.MaxDataDepth, "max-data-depth", cfg.MaxDataDepth, "deepest nesting of objects and arrays accepted in a fact's data (the data object is level 1)")
@@ -131,30 +131,32 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}()
 		logger.Info("tracing on: OTLP over HTTP")
 	}
-	endDelay, stop := secondSignal(ctx)
+	endDelay, stop := secondSignal()
 	defer stop()
 	cfg.EndDelay = endDelay
 	return app.Run(ctx, cfg)
 }
 
-// secondSignal returns a channel closed by a SIGTERM or interrupt received
-// after ctx ends (the first one), which ends the shutdown delay at once,
-// and the function that stops listening for it.
-func secondSignal(ctx context.Context) (<-chan struct{}, func()) {
+// secondSignal returns a channel closed by the second SIGTERM or interrupt
+// (the first ends ctx), which ends the shutdown delay at once, and the
+// function that stops listening for it. It listens from the start, so a
+// second signal that comes right after the first is not lost.
+func secondSignal() (<-chan struct{}, func()) {
 	end, done := make(chan struct{}), make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		select {
-		case <-ctx.Done():
-		case <-done:
-			return
-		}
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(sig)
-		select {
-		case <-sig:
-			close(end)
-		case <-done:
+		for n := 0; ; {
+			select {
+			case <-sig:
+				if n++; n == 2 {
+					close(end)
+					return
+				}
+			case <-done:
+				return
+			}
 		}
 	}()
 	return end, func() { close(done) }
