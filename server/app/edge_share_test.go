@@ -29,7 +29,9 @@ import (
 func TestHealthWatchAndReflectionTakeStreamSlots(t *testing.T) {
 	cfg := ringtest.Config()
 	cfg.Edge.MaxStreamsPerClient = 3
-	cfg.Edge.ReadTimeout = 100 * time.Millisecond
+	// Long enough that a client on a busy machine sends its request body
+	// within it: the read timeout holds for every request.
+	cfg.Edge.ReadTimeout = time.Second
 	srv := ringtest.Start(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -52,7 +54,7 @@ func TestHealthWatchAndReflectionTakeStreamSlots(t *testing.T) {
 			held = append(held, w)
 		}
 	}
-	time.Sleep(3 * cfg.Edge.ReadTimeout) // past the requests' read deadlines
+	time.Sleep(cfg.Edge.ReadTimeout * 3 / 2) // past the requests' read deadlines, set before their first answers
 
 	for _, p := range ringtest.Protocols {
 		ev := ringtest.Wait(t, watch(ctx, p), 10*time.Second, "a refused Watch over "+string(p))
@@ -92,7 +94,7 @@ func TestHealthWatchAndReflectionTakeStreamSlots(t *testing.T) {
 			t.Fatalf("a reflection stream after a Watch ended: %v", err)
 		}
 	}
-	time.Sleep(3 * cfg.Edge.ReadTimeout) // past the reflection request's read deadline
+	time.Sleep(cfg.Edge.ReadTimeout * 3 / 2) // past the reflection request's read deadline, set before its answer
 	if _, err := rs.ListServices(); err != nil {
 		t.Errorf("a reflection stream's second request, past the read timeout: %v", err)
 	}

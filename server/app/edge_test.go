@@ -272,7 +272,9 @@ func TestTrickledBodyIsCut(t *testing.T) {
 // next commit, on all three protocols.
 func TestStreamOutlivesReadTimeout(t *testing.T) {
 	cfg := ringtest.Config()
-	cfg.Edge.ReadTimeout = 100 * time.Millisecond
+	// Long enough that a client on a busy machine sends its request body
+	// within it: the read timeout holds for every request.
+	cfg.Edge.ReadTimeout = time.Second
 	srv := ringtest.Start(t, cfg)
 	for _, p := range ringtest.Protocols {
 		t.Run(string(p), func(t *testing.T) {
@@ -287,7 +289,7 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 			if !stream.Receive() { // the stream's first message: its request was read
 				t.Fatalf("stream ended at once: %v", stream.Err())
 			}
-			time.Sleep(3 * cfg.Edge.ReadTimeout) // past the request's read deadline
+			time.Sleep(cfg.Edge.ReadTimeout * 3 / 2) // past the request's read deadline, set before its first message
 			facts := []*ringcastv1.Fact{{Topic: topic, Type: "t", Payload: &ringcastv1.Fact_Data{Data: &structpb.Struct{}}}}
 			if _, err := srv.Hub().Publish(facts, ""); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -38,6 +39,12 @@ type run struct {
 	published int // commits, guarded by pubMu
 	last      struct{ epoch, seq uint64 }
 	receipts  map[uint64]map[uint64]int // epoch -> seq -> facts, guarded by pubMu
+	// mayStop, when set (with pubMu held), is what the log of a server
+	// that ends by itself must say for its publisher to stop quietly,
+	// recording stopped, rather than fail the test.
+	mayStop string
+	stopped bool // guarded by pubMu
+	pubRuns int  // publishers started: each one's keys are its own
 
 	wg        sync.WaitGroup // consumers
 	pubWG     sync.WaitGroup // the publisher
@@ -74,7 +81,9 @@ func (r *run) publish(pause time.Duration) {
 	r.stopPub = cancel
 	hc := ringcast.NewHTTPClient(ringcast.ProtocolConnect)
 	c := ringcast.NewClient(r.srv.URL(), ringcast.WithHTTPClient(hc))
-	rng := rand.New(rand.NewPCG(r.seed, 2))
+	r.pubRuns++
+	run := r.pubRuns
+	rng := rand.New(rand.NewPCG(r.seed, uint64(1+run)))
 	r.pubWG.Go(func() {
 		defer hc.CloseIdleConnections()
 		for n := 0; ; n++ {
@@ -90,6 +99,9 @@ func (r *run) publish(pause time.Duration) {
 			}
 			r.pubMu.Lock()
 			key := fmt.Sprintf("p-%d", n)
+			if run > 1 {
+				key = fmt.Sprintf("p%d-%d", run, n)
+			}
 			var res *ringcastv1.PublishResponse
 			var err error
 			for attempt := range 20 { // a stale keep-alive connection after a restart fails once
@@ -112,9 +124,16 @@ func (r *run) publish(pause time.Duration) {
 				if r.receipts[res.InstanceEpoch] == nil {
 					r.receipts[res.InstanceEpoch] = map[uint64]int{}
 				}
+				if _, again := r.receipts[res.InstanceEpoch][res.Seq]; again {
+					r.t.Errorf("seq %d of epoch %016x acknowledged for two commits", res.Seq, res.InstanceEpoch)
+				}
 				r.receipts[res.InstanceEpoch][res.Seq] = len(facts)
 				r.published++
 				r.last.epoch, r.last.seq = res.InstanceEpoch, res.Seq
+			} else if r.mayStop != "" && r.serverStopped() {
+				r.stopped = true
+				r.pubMu.Unlock()
+				return
 			}
 			r.pubMu.Unlock()
 			if err != nil {
@@ -123,6 +142,50 @@ func (r *run) publish(pause time.Duration) {
 			}
 		}
 	})
+}
+
+// serverStopped waits (hang guard: 60 s) for a server that refuses
+// publishes to end, and reports whether it did with a log that says
+// r.mayStop. Call it with pubMu held.
+func (r *run) serverStopped() bool {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ended, err, logs := r.srv.ended()
+		if ended {
+			if !strings.Contains(logs, r.mayStop) {
+				r.t.Errorf("ringcast serve ended (%v) without saying %q; log:\n%s", err, r.mayStop, logs)
+				return false
+			}
+			r.t.Logf("ringcast serve ended (%v), as it must when %s", err, r.mayStop)
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// awaitPublished waits (hang guard: 60 s) until n more commits than now
+// have been published.
+func (r *run) awaitPublished(n int) {
+	r.t.Helper()
+	r.pubMu.Lock()
+	want := r.published + n
+	r.pubMu.Unlock()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r.pubMu.Lock()
+		got, stopped := r.published, r.stopped
+		r.pubMu.Unlock()
+		if got >= want || stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%d commits published, want %d (hang guard)", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // consume starts n consumers through the proxy. With restartWithin > 0
@@ -221,13 +284,36 @@ func (r *run) finish() history.Summary {
 	r.pubWG.Wait()
 	r.proxy.Resume()
 	r.pubMu.Lock()
-	last, published := r.last, r.published
+	published := r.published
 	r.pubMu.Unlock()
 	if published == 0 {
 		r.stopCons()
 		r.wg.Wait()
 		r.t.Fatal("nothing was published")
 	}
+	if !r.settle() {
+		r.stopCons()
+		r.wg.Wait()
+		_, err, logs := r.srv.ended()
+		r.t.Fatalf("ringcast serve ended (%v) before every consumer was given the last commit; log:\n%s", err, logs)
+	}
+	r.stopCons()
+	r.wg.Wait()
+	sum, err := r.hist.Check(true)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return sum
+}
+
+// settle waits (hang guard: 60 s), with the publisher stopped, until every
+// consumer has been given the last published commit. It reports false if
+// the server ended by itself first.
+func (r *run) settle() bool {
+	r.t.Helper()
+	r.pubMu.Lock()
+	last := r.last
+	r.pubMu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
 	for _, cs := range r.consumers {
 		for {
@@ -236,6 +322,9 @@ func (r *run) finish() history.Summary {
 			cs.mu.Unlock()
 			if at == last {
 				break
+			}
+			if ended, _, _ := r.srv.ended(); ended {
+				return false
 			}
 			if time.Now().After(deadline) {
 				r.stopCons()
@@ -246,11 +335,5 @@ func (r *run) finish() history.Summary {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	r.stopCons()
-	r.wg.Wait()
-	sum, err := r.hist.Check(true)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return sum
+	return true
 }

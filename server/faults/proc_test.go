@@ -46,8 +46,10 @@ type server struct {
 	args []string
 	addr string // fixed after the first start: restarts bind the same port
 	cmd  *exec.Cmd
-	exit chan error
-	logs *strings.Builder
+	// exited is closed when cmd has ended; *exitErr and logs are then final.
+	exited  chan struct{}
+	exitErr *error
+	logs    *strings.Builder
 }
 
 // startServer runs `ringcast serve --demo=false args…` on a free loopback
@@ -85,7 +87,8 @@ func (s *server) try() error {
 	}
 	logs := &strings.Builder{}
 	addr := make(chan string, 1)
-	exit := make(chan error, 1)
+	exited := make(chan struct{})
+	var exitErr error
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -100,17 +103,18 @@ func (s *server) try() error {
 			}
 		}
 		_, _ = io.Copy(io.Discard, stderr)
-		exit <- cmd.Wait()
+		exitErr = cmd.Wait()
+		close(exited)
 	}()
 	select {
 	case a := <-addr:
-		s.addr, s.cmd, s.exit, s.logs = a, cmd, exit, logs
+		s.addr, s.cmd, s.exited, s.exitErr, s.logs = a, cmd, exited, &exitErr, logs
 		return nil
-	case err := <-exit:
-		return fmt.Errorf("exited before serving (%v): %s", err, logs.String())
+	case <-exited:
+		return fmt.Errorf("exited before serving (%v): %s", exitErr, logs.String())
 	case <-time.After(30 * time.Second): // hang guard
 		_ = cmd.Process.Kill()
-		<-exit
+		<-exited
 		return fmt.Errorf("not serving after 30s: %s", logs.String())
 	}
 }
@@ -124,16 +128,29 @@ func (s *server) stop(sig syscall.Signal) {
 	_ = s.cmd.Process.Signal(sig)
 	var err error
 	select {
-	case err = <-s.exit:
+	case <-s.exited:
+		err = *s.exitErr
 	case <-time.After(60 * time.Second): // hang guard
 		_ = s.cmd.Process.Kill()
-		err = <-s.exit
+		<-s.exited
+		err = *s.exitErr
 		s.t.Errorf("ringcast serve did not end within 60s of %v", sig)
 	}
 	if sig == syscall.SIGTERM && err != nil {
 		s.t.Errorf("ringcast serve after SIGTERM: %v; log:\n%s", err, s.logs.String())
 	}
 	s.cmd = nil
+}
+
+// ended reports whether the running process has ended by itself, with
+// its exit error and log.
+func (s *server) ended() (bool, error, string) {
+	select {
+	case <-s.exited:
+		return true, *s.exitErr, s.logs.String()
+	default:
+		return false, nil, ""
+	}
 }
 
 // startRefused starts the server expecting it to refuse to serve, and

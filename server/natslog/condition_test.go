@@ -29,7 +29,9 @@ func TestStoreConditionsAreNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	l := openLog(t, nc, natslog.Options{Timeout: 2 * time.Second})
+	// A hang guard only: the conditions are told by the NATS server's
+	// answers (or its closed connection), not by a request timing out.
+	l := openLog(t, nc, natslog.Options{Timeout: 30 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	big := strings.Repeat("x", 16<<10)
