@@ -276,7 +276,7 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)
 	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes,
-		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), readTimeoutInterceptor{}))...)
+		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), streamDeadline{}, oneRequestMessage{}))...)
 	// Every stream's path: its read deadline is cleared once its request
 	// is read (withReadDeadline).
 	streams := streamingPaths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))

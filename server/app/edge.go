@@ -179,8 +179,8 @@ type readDoneKey struct{}
 // chunked, or an HTTP/2 stream its HEADERS did not end) gets a read
 // deadline d from now, so no path waits longer than d for a body. A request
 // for one of streams' paths carries, in its context, the function that
-// clears the deadline once its request has been read (readTimeoutInterceptor,
-// streamDeadline), so a long stream is not cut by it. A request without a
+// clears the deadline once its request has been read (streamDeadline), so
+// a long stream is not cut by it. A request without a
 // body gets no deadline: there is nothing to wait for, and over HTTP/1.1 a
 // deadline would end a long response (an SSE stream) when it passed.
 //
@@ -297,23 +297,22 @@ func streamingPaths(service protoreflect.ServiceDescriptor) map[string]bool {
 	return paths
 }
 
-// readTimeoutInterceptor clears a stream's read deadline after its request
-// message has been read, and answers a stream request that cannot be read
+// oneRequestMessage answers a server stream's request that cannot be read
 // as one message — truncated, empty, or holding two messages — with
 // invalid_argument (connect-go's own codes for these are internal and
 // unimplemented, which would tell a client to retry or give up wrongly).
-type readTimeoutInterceptor struct{}
+// Its read deadline is streamDeadline's.
+type oneRequestMessage struct{}
 
-func (readTimeoutInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
+func (oneRequestMessage) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
 
-func (readTimeoutInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+func (oneRequestMessage) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return next
 }
 
-func (readTimeoutInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+func (oneRequestMessage) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		clear, _ := ctx.Value(readDoneKey{}).(func())
-		rc := &requestReader{StreamingHandlerConn: conn, clear: clear}
+		rc := &requestReader{StreamingHandlerConn: conn}
 		err := next(ctx, rc)
 		if err != nil && rc.fault != "" && ctx.Err() == nil {
 			return connect.NewError(connect.CodeInvalidArgument, errors.New(rc.fault))
@@ -326,7 +325,6 @@ func (readTimeoutInterceptor) WrapStreamingHandler(next connect.StreamingHandler
 // return one message and the second io.EOF.
 type requestReader struct {
 	connect.StreamingHandlerConn
-	clear    func() // nil: no read deadline to clear
 	received int
 	fault    string // why the request could not be read, if it could not
 }
@@ -342,20 +340,13 @@ func (c *requestReader) Receive(msg any) error {
 	case err != nil && !errors.Is(err, io.EOF):
 		c.fault = readFault(err)
 	}
-	// Cleared only once the body was read to its end: a request that
-	// failed keeps its deadline, which then bounds connect's discarding
-	// of the rest of its body too.
-	if c.clear != nil && c.received == 2 && errors.Is(err, io.EOF) {
-		c.clear()
-	}
 	return err
 }
 
-// streamDeadline clears the read deadline (withReadDeadline) of a stream
-// served by another service than EventService (gRPC health Watch,
-// reflection) once its request is read: a server stream's whole body, a
-// bidirectional stream's first message (its client sends more as it goes,
-// each answered at once).
+// streamDeadline clears the read deadline (withReadDeadline) of every
+// stream (SubscribeEvents, gRPC health Watch, reflection) once its request
+// is read: a server stream's whole body, a bidirectional stream's first
+// message (its client sends more as it goes, each answered at once).
 type streamDeadline struct{}
 
 func (streamDeadline) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
@@ -383,8 +374,9 @@ type deadlineConn struct {
 
 func (c *deadlineConn) Receive(msg any) error {
 	err := c.StreamingHandlerConn.Receive(msg)
-	// As requestReader: a failed read keeps the deadline, which also
-	// bounds connect's discarding of the rest of the body.
+	// Cleared only once the request was read to its end: a failed read
+	// keeps the deadline, which then bounds connect's discarding of the
+	// rest of the body too.
 	if !c.done && (errors.Is(err, io.EOF) || (err == nil && c.bidi)) {
 		c.done = true
 		c.clear()
