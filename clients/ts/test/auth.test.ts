@@ -23,6 +23,18 @@ const secret = "ts-test-secret-0123456789abcdef-0123456789";
 const keyFile = join(mkdtempSync(join(tmpdir(), "ringcast-auth-")), "secret");
 writeFileSync(keyFile, `hmac:${secret}\n`);
 
+/** endOf reads sub to its end: the error it ended with, or undefined. */
+async function endOf(sub: AsyncIterable<unknown>): Promise<unknown> {
+  try {
+    for await (const _ of sub) {
+      /* items until the end */
+    }
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
 /** hs256 signs claims with the test secret (any JWT library makes the same token). */
 function hs256(claims: Record<string, unknown>): string {
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
@@ -114,20 +126,7 @@ describe("with --auth jwt", { concurrency: true }, () => {
             waited = false;
           },
         });
-        const err = await withTimeout(
-          (async () => {
-            try {
-              for await (const _ of sub) {
-                /* the replay and CaughtUp, until the token is refused */
-              }
-            } catch (e) {
-              return e;
-            }
-            return undefined;
-          })(),
-          60_000,
-          "the end of the subscription",
-        );
+        const err = await withTimeout(endOf(sub), 60_000, "the end of the subscription");
         assert.ok(isTokenExpired(err), `ended with ${String(err)}, want token expired`);
         // One stream served until the token was refused, one reconnect at
         // once refused outright: a count bounded by the rule, not by time.
@@ -156,20 +155,7 @@ describe("with --auth jwt", { concurrency: true }, () => {
             return Promise.resolve(token);
           },
         });
-        const err = await withTimeout(
-          (async () => {
-            try {
-              for await (const _ of sub) {
-                /* nothing expected */
-              }
-            } catch (e) {
-              return e;
-            }
-            return undefined;
-          })(),
-          10_000,
-          "the refusal",
-        );
+        const err = await withTimeout(endOf(sub), 10_000, "the refusal");
         assert.ok(err instanceof ConnectError && err.code === code, `got ${String(err)}`);
         assert.ok(!isTokenExpired(err));
         assert.equal(calls, 1);
