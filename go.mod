@@ -18,6 +18,8 @@ require (
 	github.com/nats-io/nkeys v0.4.17
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
+	github.com/ringcast/ringcast/clients/go v0.0.0
+	github.com/ringcast/ringcast/gen/go v0.0.0
 	github.com/rs/cors v1.11.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
@@ -68,4 +70,11 @@ require (
 tool (
 	connectrpc.com/connect/cmd/protoc-gen-connect-go
 	google.golang.org/protobuf/cmd/protoc-gen-go
+)
+
+// The Go client and the generated code are modules of their own in this
+// repository (go.work joins them for development).
+replace (
+	github.com/ringcast/ringcast/clients/go => ./clients/go
+	github.com/ringcast/ringcast/gen/go => ./gen/go
 )

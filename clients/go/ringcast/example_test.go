@@ -1,36 +1,49 @@
 package ringcast_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/app"
 )
 
-// startExampleServer runs an empty ringcast server on loopback and returns
-// its URL and a stop function.
+// startExampleServer runs an empty ringcast server (`ringcast serve` on
+// loopback, the binary TestMain found) and returns its URL and a stop
+// function.
 func startExampleServer() (url string, stop func()) {
-	cfg := app.Defaults()
-	cfg.Demo = false
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	cmd := exec.Command(serverBin, "serve", "--addr", "127.0.0.1:0", "--demo=false")
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		panic(err)
 	}
-	srv, err := app.New(cfg)
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	return "http://" + ln.Addr().String(), func() { cancel(); <-done }
+	// The first log line that names the URL says the server is listening.
+	lines := bufio.NewScanner(stderr)
+	for url == "" && lines.Scan() {
+		if _, rest, ok := strings.Cut(lines.Text(), " url="); ok {
+			url, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	if url == "" {
+		_ = cmd.Process.Kill()
+		panic(fmt.Sprintf("%s serve ended without a URL: %v", serverBin, cmd.Wait()))
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return url, func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}
 }
 
 func gauge(id string, level float64) *ringcastv1.Fact {

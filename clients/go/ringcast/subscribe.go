@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,6 +107,7 @@ type subscribeConfig struct {
 	inline    bool
 	untilSeq  uint64
 	endAtHead bool
+	events    func(ConnectionEvent)
 }
 
 // WithCursor starts from a cursor saved earlier (default: the zero cursor,
@@ -151,6 +153,67 @@ func WithIdleTimeout(d time.Duration) SubscribeOption {
 // KindCaughtUp item instead of tailing.
 func WithEndAtHead() SubscribeOption { return func(o *subscribeConfig) { o.endAtHead = true } }
 
+// ConnectionState is a step in a subscription's connection lifecycle,
+// reported to the function given to WithConnectionEvents.
+type ConnectionState uint8
+
+const (
+	// StateConnecting: a subscribe is being sent with Cursor.
+	StateConnecting ConnectionState = iota + 1
+	// StateOpen: the stream's first response arrived (Epoch).
+	StateOpen
+	// StateCaughtUp: the stream caught up (Epoch, HeadSeq). Reported on
+	// every stream, while the KindCaughtUp item is handed over only when
+	// the application was not already live.
+	StateCaughtUp
+	// StateReconnecting: the stream ended (OK, on Err, or to resync); the
+	// subscription reconnects after Delay. A reconnect at once, for a
+	// fresh token, reports StateConnecting without it.
+	StateReconnecting
+)
+
+// String returns the state's name as the TypeScript client spells it.
+func (s ConnectionState) String() string {
+	switch s {
+	case StateConnecting:
+		return "connecting"
+	case StateOpen:
+		return "open"
+	case StateCaughtUp:
+		return "caught_up"
+	case StateReconnecting:
+		return "reconnecting"
+	}
+	return "ConnectionState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ConnectionEvent is one step of the connection lifecycle. Which fields
+// are set depends on State.
+type ConnectionEvent struct {
+	State   ConnectionState
+	Attempt int           // StateConnecting, StateReconnecting: reconnects since the last progress
+	Cursor  Cursor        // StateConnecting: the position the subscribe resumes from
+	Epoch   uint64        // StateOpen, StateCaughtUp
+	HeadSeq uint64        // StateCaughtUp
+	Delay   time.Duration // StateReconnecting: the wait before the next subscribe
+	Err     error         // StateReconnecting: why the stream ended (nil for an OK end)
+	Resync  bool          // StateReconnecting: the stream ended to resynchronise
+}
+
+// WithConnectionEvents makes the subscription report its connection
+// lifecycle to f (a status line, a log, a metric). f runs on the goroutine
+// ranging over Items, between items; it must return promptly.
+func WithConnectionEvents(f func(ConnectionEvent)) SubscribeOption {
+	return func(o *subscribeConfig) { o.events = f }
+}
+
+// event reports ev to the function given to WithConnectionEvents.
+func (s *Subscription) event(ev ConnectionEvent) {
+	if s.cfg.events != nil {
+		s.cfg.events(ev)
+	}
+}
+
 // Subscription is a resumable subscription. Range over Items to consume it;
 // read Cursor at any moment (from any goroutine) to persist the position.
 type Subscription struct {
@@ -160,9 +223,7 @@ type Subscription struct {
 	mu  sync.Mutex
 	cur Cursor // guarded by mu: the position of what the application was handed
 
-	running     atomic.Bool
-	onStream    func()             // test hook: called before each stream is opened
-	onReconnect func(backoff bool) // test hook: called as each reconnect is decided, backoff false for one at once
+	running atomic.Bool
 
 	// heartbeat is the interval the server announced (ServerStatus
 	// limits); 0 until one arrives. Used by the iterating goroutine only.
@@ -260,6 +321,7 @@ type streamResult struct {
 	progress bool // the cursor moved to a new position during the stream
 	caughtUp bool // the stream sent CaughtUp: what follows is live, not a replay
 	opened   bool // the stream delivered at least one message
+	resync   bool // the stream ended with ResyncRequired
 }
 
 func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
@@ -274,7 +336,7 @@ func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
 			return
 		}
 		start := time.Now()
-		r := s.stream(ctx, st, yield)
+		r := s.stream(ctx, st, attempt, yield)
 		switch r.end {
 		case endStopped, endFinished:
 			return
@@ -296,9 +358,6 @@ func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
 				// cursor.
 				refreshed = true
 				log.DebugContext(ctx, "ringcast: token expired; reconnecting with a fresh token", "cursor", s.Cursor().String())
-				if s.onReconnect != nil {
-					s.onReconnect(false)
-				}
 				continue
 			}
 			// Expired again soon after the reconnect for a fresh token:
@@ -316,10 +375,8 @@ func (s *Subscription) run(ctx context.Context, yield func(Item, error) bool) {
 			attempt = 0
 		}
 		d := max(b.Delay(attempt), retryAfter(r.err))
+		s.event(ConnectionEvent{State: StateReconnecting, Attempt: attempt, Delay: d, Err: r.err, Resync: r.resync})
 		attempt++
-		if s.onReconnect != nil {
-			s.onReconnect(true)
-		}
 		log.DebugContext(ctx, "ringcast: stream ended; reconnecting", "err", r.err, "delay", d, "attempt", attempt, "cursor", s.Cursor().String())
 		t := time.NewTimer(d)
 		select {
@@ -392,14 +449,12 @@ func (s *Subscription) boundReached(c Cursor) bool {
 }
 
 // stream runs one SubscribeEvents stream until it ends.
-func (s *Subscription) stream(ctx context.Context, st *iterState, yield func(Item, error) bool) (r streamResult) {
+func (s *Subscription) stream(ctx context.Context, st *iterState, attempt int, yield func(Item, error) bool) (r streamResult) {
 	req, done := s.request()
 	if done {
 		return streamResult{end: endFinished}
 	}
-	if s.onStream != nil {
-		s.onStream()
-	}
+	s.event(ConnectionEvent{State: StateConnecting, Attempt: attempt, Cursor: s.Cursor()})
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// The watchdog cancels a stream that stays silent; it is paused while
@@ -421,12 +476,15 @@ func (s *Subscription) stream(ctx context.Context, st *iterState, yield func(Ite
 		_ = stream.Close()
 	}()
 	for stream.Receive() {
-		r.opened = true
 		watchdog.Stop()
+		if !r.opened {
+			r.opened = true
+			s.event(ConnectionEvent{State: StateOpen, Epoch: stream.Msg().GetInstanceEpoch()})
+		}
 		end, err := s.handle(ctx, stream.Msg(), st, &r, yield)
 		if end != endReconnect || err != nil {
 			if errors.Is(err, errResync) {
-				err = nil // an OK end: reconnect from the zero cursor
+				err, r.resync = nil, true // an OK end: reconnect from the zero cursor
 			}
 			r.end, r.err = end, err
 			return r
@@ -524,6 +582,7 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 			return endReconnect, err
 		}
 		r.caughtUp = true
+		s.event(ConnectionEvent{State: StateCaughtUp, Epoch: epoch, HeadSeq: ev.CaughtUp.GetHeadSeq()})
 		if !st.caughtUp {
 			st.caughtUp = true
 			item := Item{Kind: KindCaughtUp, Epoch: epoch, HeadSeq: ev.CaughtUp.GetHeadSeq(), SnapshotEvictedKeys: ev.CaughtUp.GetSnapshotEvictedKeys(), Cursor: s.Cursor()}

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// Builds the web console (server/console/web) into server/console/dist,
-// which server/console embeds. esbuild's output is deterministic for fixed
+// Builds the web console (server/internal/ops/console/web) into server/internal/ops/console/dist,
+// which server/internal/ops/console embeds. esbuild's output is deterministic for fixed
 // inputs and options, so the committed dist can be checked for staleness:
 //
-//   node clients/ts/scripts/build-console.mjs            build into server/console/dist
+//   node clients/ts/scripts/build-console.mjs            build into server/internal/ops/console/dist
 //   node clients/ts/scripts/build-console.mjs --check    rebuild into a temp dir; exit 1 if it differs
 //   node clients/ts/scripts/build-console.mjs --outdir D build into D
 import { createHash } from "node:crypto";
@@ -16,8 +16,8 @@ import * as esbuild from "esbuild";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../../..");
-const web = join(root, "server/console/web");
-const committed = join(root, "server/console/dist");
+const web = join(root, "server/internal/ops/console/web");
+const committed = join(root, "server/internal/ops/console/dist");
 
 const args = process.argv.slice(2);
 const check = args.includes("--check");
@@ -29,11 +29,11 @@ try {
   if (check) {
     const diff = compare(committed, outdir);
     if (diff.length > 0) {
-      console.error("server/console/dist is stale; run `npm run build:console` (in clients/ts) and commit it:");
+      console.error("server/internal/ops/console/dist is stale; run `npm run build:console` (in clients/ts) and commit it:");
       for (const d of diff) console.error("  " + d);
       process.exitCode = 1;
     } else {
-      console.log("server/console/dist is up to date");
+      console.log("server/internal/ops/console/dist is up to date");
     }
   } else {
     console.log(`console built into ${relative(process.cwd(), outdir) || "."}`);

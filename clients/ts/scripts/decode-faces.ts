@@ -6,7 +6,7 @@
 // consumer use them; an SSE event's seq and instanceEpoch are taken from
 // its id, as docs/sse.md tells a reader to (test/sse-message.ts). For each
 // item it writes the message as proto JSON (toJson), or the error.
-// server/rpc's TestPublishDecodesWithTSClient runs
+// server/internal/face/rpc's TestPublishDecodesWithTSClient runs
 //
 //	node --import tsx scripts/decode-faces.ts IN.json OUT.json
 //

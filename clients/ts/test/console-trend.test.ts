@@ -1,9 +1,9 @@
-// The web console's sparkline path (server/console/web/trend.ts), without a
+// The web console's sparkline path (server/internal/ops/console/web/trend.ts), without a
 // browser: where the line breaks.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { sparkPath, type Point } from "../../../server/console/web/trend.js";
+import { sparkPath, type Point } from "../../../server/internal/ops/console/web/trend.js";
 
 const x = (t: number) => t / 100;
 const y = (v: number) => v;

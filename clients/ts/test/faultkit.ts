@@ -1,7 +1,7 @@
 // The pieces of the fault scenarios (faults.test.ts): the Go fault proxy
-// driven as a process (server/ringtest/faultproxy/cmd/faultproxy), a
+// driven as a process (server/internal/testkit/faultproxy/cmd/faultproxy), a
 // history written as JSON lines and checked by the Go checker
-// (server/ringtest/history/cmd/historycheck, the one the Go fault tests
+// (server/internal/testkit/history/cmd/historycheck, the one the Go fault tests
 // use), a publisher, and consumers through the proxy: the TypeScript
 // client over Connect, gRPC and gRPC-Web (Node's and the browser's
 // transports), and `eventsource` on GET /events.

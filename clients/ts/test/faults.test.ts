@@ -1,4 +1,4 @@
-// The fault scenarios of server/faults, for the TypeScript client in Node
+// The fault scenarios of server/internal/e2e/faults, for the TypeScript client in Node
 // over Connect, gRPC and gRPC-Web (two consumers on each transport in
 // every scenario: connect-node's three and connect-web's fetch-based two),
 // and for GET /events read by the `eventsource` package: the real server

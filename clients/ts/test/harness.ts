@@ -45,8 +45,8 @@ export function serverBinary(): string {
 
 /**
  * ringtestTool returns the path of a Go test tool, building both
- * (server/ringtest/faultproxy/cmd/faultproxy and
- * server/ringtest/history/cmd/historycheck, with one `go build`) once per
+ * (server/internal/testkit/faultproxy/cmd/faultproxy and
+ * server/internal/testkit/history/cmd/historycheck, with one `go build`) once per
  * test run, next to the server binary.
  */
 export function ringtestTool(name: "faultproxy" | "historycheck"): string {
@@ -54,7 +54,7 @@ export function ringtestTool(name: "faultproxy" | "historycheck"): string {
   if (!existsSync(join(dir, "historycheck"))) {
     const tmp = join(dir, `tools.${process.pid}.tmp`);
     mkdirSync(tmp, { recursive: true });
-    const pkgs = ["./server/ringtest/faultproxy/cmd/faultproxy", "./server/ringtest/history/cmd/historycheck"];
+    const pkgs = ["./server/internal/testkit/faultproxy/cmd/faultproxy", "./server/internal/testkit/history/cmd/historycheck"];
     execFileSync("go", ["build", "-o", tmp + "/", ...pkgs], { cwd: repoRoot, stdio: ["ignore", "inherit", "inherit"] });
     // historycheck last: its presence means both are in place.
     for (const tool of ["faultproxy", "historycheck"]) renameSync(join(tmp, tool), join(dir, tool));

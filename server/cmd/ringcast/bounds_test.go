@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringcast/ringcast/server/app"
+	"github.com/ringcast/ringcast/server/internal/app"
 )
 
 // serveFlagSet is serve's flag set with its defaults.

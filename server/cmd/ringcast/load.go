@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
-	"github.com/ringcast/ringcast/server/loadgen"
+	"github.com/ringcast/ringcast/server/internal/ops/loadgen"
 )
 
 const loadSynopsis = `load [flags]

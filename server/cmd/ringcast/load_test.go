@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ringcast/ringcast/server/loadgen"
-	"github.com/ringcast/ringcast/server/ringtest"
+	"github.com/ringcast/ringcast/server/internal/ops/loadgen"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // runLoad runs "ringcast load args…" in-process and returns its exit code,

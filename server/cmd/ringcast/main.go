@@ -21,12 +21,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ringcast/ringcast/server/buildinfo"
+	"github.com/ringcast/ringcast/server/internal/ops/buildinfo"
 )
 
 // version overrides the build info when set at build time with
 // -ldflags "-X main.version=…"; empty (the default) reports the module
-// version and VCS revision `go build` stamps (server/buildinfo).
+// version and VCS revision `go build` stamps (server/internal/ops/buildinfo).
 var version = ""
 
 // versionString is what `ringcast version` prints and ServerStatus reports.

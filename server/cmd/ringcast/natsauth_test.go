@@ -19,7 +19,7 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/natslog"
+	"github.com/ringcast/ringcast/server/internal/store/natslog"
 )
 
 // operatorNATS starts a nats-server in operator (JWT) mode on loopback:

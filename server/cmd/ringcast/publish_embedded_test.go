@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ringcast/ringcast/server/app"
-	"github.com/ringcast/ringcast/server/ringtest"
+	"github.com/ringcast/ringcast/server/internal/app"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // TestPublishLinesOnTheEmbeddedStore: `ringcast publish --lines` against a

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/hub"
-	"github.com/ringcast/ringcast/server/ringtest"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // sinkFunc adapts a function to hub.Sink.

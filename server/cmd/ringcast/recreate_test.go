@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ringcast/ringcast/server/natslog"
+	"github.com/ringcast/ringcast/server/internal/store/natslog"
 )
 
 // TestServeExitsNonZeroWhenItsStreamIsCreatedAgain: `ringcast serve

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ringcast/ringcast/server/app"
-	"github.com/ringcast/ringcast/server/natslog"
+	"github.com/ringcast/ringcast/server/internal/app"
+	"github.com/ringcast/ringcast/server/internal/store/natslog"
 )
 
 // serveOpts are serve's flags that are not fields of app.Config.

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/ringtest"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // factPos is a fact line's position.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/hub"
-	"github.com/ringcast/ringcast/server/ringtest"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // publishCommits publishes commits of the given sizes; fact keys are

@@ -10,7 +10,7 @@ import (
 	"buf.build/go/protovalidate"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/auth"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
 )
 
 // maxTokenTTL is the longest lifetime `ringcast token` mints: a token is a

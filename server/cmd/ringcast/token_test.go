@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ringcast/ringcast/server/app"
-	"github.com/ringcast/ringcast/server/authtest"
-	"github.com/ringcast/ringcast/server/ringtest"
+	"github.com/ringcast/ringcast/server/internal/app"
+	"github.com/ringcast/ringcast/server/internal/testkit/authtest"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // TestTokenMintsForTheCLI: `ringcast token` mints a token the server

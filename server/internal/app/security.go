@@ -1,0 +1,104 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+)
+
+// The values of Config.Auth.
+const (
+	AuthNone = "none"
+	AuthJWT  = "jwt"
+)
+
+// validateSecurity checks the auth settings against the address: a server
+// reachable from other machines does not run without auth unless told to.
+func (c Config) validateSecurity() error {
+	var errs []error
+	switch c.Auth {
+	case AuthNone:
+		if !isLoopbackAddr(c.Addr) && !c.AllowUnauthenticated {
+			errs = append(errs, fmt.Errorf("--addr %s is not a loopback address and --auth is none: anyone who can reach it could publish and read everything; set --auth jwt with --jwt-key-file, or pass --allow-unauthenticated to serve it open anyway", c.Addr))
+		}
+	case AuthJWT:
+		if c.JWTKeyFile == "" {
+			errs = append(errs, errors.New("--auth jwt needs --jwt-key-file"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("auth must be none or jwt, not %q", c.Auth))
+	}
+	errs = append(errs, validateOrigins(c.CORSOrigins))
+	if c.MetricsAddr != "" && c.DisableMetrics {
+		errs = append(errs, errors.New("metrics-addr and metrics=false contradict each other"))
+	}
+	return errors.Join(errs...)
+}
+
+// isLoopbackAddr reports whether a listen address binds loopback only: a
+// loopback IP or "localhost". An empty host (":8080") binds every
+// interface.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	return isLoopbackHost(host)
+}
+
+// isLoopbackHost reports whether host (no port) is a loopback name or IP.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authMiddleware returns the token checks for cfg, or nil with auth none.
+func authMiddleware(cfg Config, obs auth.Observer) (*auth.Middleware, error) {
+	if cfg.Auth != AuthJWT {
+		return nil, nil
+	}
+	v, err := auth.NewVerifier(auth.Config{KeyFile: cfg.JWTKeyFile, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logger != nil {
+		cfg.Logger.Info("jwt keys loaded", "file", cfg.JWTKeyFile, "form", v.Kind(), "kinds", strings.Join(v.KeyKinds(), ","))
+	}
+	return auth.NewMiddleware(v, obs, cfg.Logger), nil
+}
+
+// guardRPC puts the token check in front of the EventService handler;
+// GetServerStatus stays open (health checkers use it; it holds nothing
+// secret).
+func guardRPC(mw *auth.Middleware, h http.Handler) http.Handler {
+	if mw == nil {
+		return h
+	}
+	return mw.Connect(hub.FaceConnect, h, ringcastv1connect.EventServiceGetServerStatusProcedure)
+}
+
+// guardSSE puts the token check in front of GET /events.
+func guardSSE(mw *auth.Middleware, h http.Handler) http.Handler {
+	if mw == nil {
+		return h
+	}
+	return mw.EventSource(hub.FaceSSE, h)
+}
+
+// logSecurity logs how the server is exposed, once at start.
+func logSecurity(cfg Config, log *slog.Logger) {
+	if cfg.Auth == AuthNone && !isLoopbackAddr(cfg.Addr) {
+		log.Warn("serving without authentication on a non-loopback address (--allow-unauthenticated): anyone who can reach it can publish and read everything", "addr", cfg.Addr)
+	}
+	logSideListeners(cfg, log)
+}

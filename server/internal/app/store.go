@@ -1,0 +1,261 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/store/natslog"
+)
+
+// The stores (docs/scaling.md).
+const (
+	StoreMemory    = "memory"    // the ring alone: one process, a new epoch per boot
+	StoreEmbedded  = "embedded"  // an in-process nats-server, JetStream files in DataDir
+	StoreJetStream = "jetstream" // a NATS JetStream cluster at NATSURLs
+)
+
+// Store selects where commits live. The zero Store is memory.
+type Store struct {
+	// Kind is StoreMemory (default), StoreEmbedded or StoreJetStream.
+	Kind string
+	// DataDir holds the embedded server's JetStream files (embedded).
+	DataDir string
+	// NATSURLs are the cluster's URLs (jetstream); each may be a comma
+	// list and may carry user:pass@. NATSCreds is a credentials file.
+	NATSURLs  []string
+	NATSCreds string
+	// NATSStream names the stream (default "ringcast"). The limits apply
+	// when ringcast creates it: NATSReplicas 1 (default) or 3, NATSMaxBytes,
+	// NATSMaxAge, NATSMaxMsgs (0: unlimited). The duplicate window is the
+	// hub's DedupeWindow.
+	NATSStream   string
+	NATSReplicas int
+	NATSMaxBytes int64
+	NATSMaxAge   time.Duration
+	NATSMaxMsgs  int64
+	// NATSConn, when set, is used instead of NATSURLs (tests, embedding).
+	NATSConn *nats.Conn
+	// Recover serves a damaged stream (acknowledged commits lost, holes,
+	// oldest commits gone without its limits discarding them) under a new
+	// epoch instead of refusing to start (--store-recover).
+	Recover bool
+}
+
+func (s Store) validate() []error {
+	var errs []error
+	switch s.Kind {
+	case "", StoreMemory:
+	case StoreEmbedded:
+		if s.DataDir == "" {
+			errs = append(errs, errors.New("store embedded needs --data-dir"))
+		}
+	case StoreJetStream:
+		if len(s.NATSURLs) == 0 && s.NATSConn == nil {
+			errs = append(errs, errors.New("store jetstream needs --nats-url"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("store %q: want memory, embedded or jetstream", s.Kind))
+	}
+	if s.NATSReplicas != 0 && s.NATSReplicas != 1 && s.NATSReplicas != 3 {
+		errs = append(errs, errors.New("nats-replicas must be 1 or 3"))
+	}
+	if s.NATSMaxBytes < 0 || s.NATSMaxMsgs < 0 || s.NATSMaxAge < 0 {
+		errs = append(errs, errors.New("nats-max-bytes, nats-max-age and nats-max-msgs must not be negative"))
+	}
+	return errs
+}
+
+// nameFiles adds to an error saying the embedded store's stream is
+// damaged where the stream's message blocks are.
+func (s Store) nameFiles(err error) error {
+	if !errors.Is(err, hub.ErrLogDamaged) || s.Kind != StoreEmbedded || s.NATSConn != nil {
+		return err
+	}
+	stream := s.NATSStream
+	if stream == "" {
+		stream = natslog.DefaultStream
+	}
+	return fmt.Errorf("%w (its message blocks: %s)", err, filepath.Join(s.DataDir, "jetstream", "$G", "streams", stream, "msgs"))
+}
+
+// openStore opens the Log of a durable store (nil for memory) and returns
+// what closes it once the hub is closed.
+func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
+	s := cfg.Store
+	if s.Kind == "" || s.Kind == StoreMemory {
+		return nil, func() {}, nil
+	}
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	nc := s.NATSConn
+	switch {
+	case nc != nil:
+	case s.Kind == StoreEmbedded:
+		ns, err := natslog.StartServer(natslog.EmbeddedOptions(s.DataDir))
+		if err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, func() { ns.Shutdown(); ns.WaitForShutdown() })
+		if nc, err = natslog.ConnectEmbedded(ns); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		closers = append(closers, nc.Close)
+	default:
+		var err error
+		if nc, err = natslog.Connect(s.NATSURLs, s.NATSCreds, cfg.Logger); err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, nc.Close)
+	}
+	if !s.Recover {
+		// A recovery reads the whole stream first: it is bounded only by
+		// ctx (a signal).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	l, err := natslog.Open(ctx, nc, natslog.Options{
+		Stream:     s.NATSStream,
+		Replicas:   s.NATSReplicas,
+		MaxBytes:   s.NATSMaxBytes,
+		MaxAge:     s.NATSMaxAge,
+		MaxMsgs:    s.NATSMaxMsgs,
+		Duplicates: cfg.DedupeWindow,
+		Logger:     cfg.Logger,
+		Recover:    s.Recover,
+	})
+	if err != nil {
+		closeAll()
+		return nil, nil, s.nameFiles(err)
+	}
+	if c := l.Config(); c.Duplicates != cfg.DedupeWindow {
+		cfg.Logger.Warn("the stream's duplicate window differs from --dedupe-window; JetStream's applies across restarts and replicas",
+			"stream", c.Name, "duplicates", c.Duplicates, "dedupe_window", cfg.DedupeWindow)
+	}
+	return &storeLog{Log: l, nc: nc, now: time.Now}, closeAll, nil
+}
+
+// storeLog is a durable store's Log as the hub sees it: the errors of its
+// appends name the store's condition ("store full: …", "store
+// unavailable: …") rather than the NATS client's, and an append refused
+// as full keeps readiness off (see Available) even where the Log's own
+// check sees room: JetStream refuses by the size of the commit at hand,
+// which no check can know, and storage exhausted shows in no limit. Every
+// other method is the Log's.
+type storeLog struct {
+	*natslog.Log
+	nc  *nats.Conn
+	now func() time.Time
+
+	mu        sync.Mutex
+	full      error     // the last append refused as full; nil once one is stored
+	fullAt    time.Time // when the store was first refused as full, since then
+	fullConns uint64    // the NATS reconnects by then
+	fullMark  storeMark // the store seen at the first check after it
+	fullSeen  bool      // fullMark is known
+}
+
+// storeFullHold is how long an append refused as full keeps readiness off
+// at most: the next refused append turns it off again.
+const storeFullHold = 30 * time.Second
+
+// storeMark is what shows that a full store may take commits again: the
+// account's storage use falling (storage exhausted), or the stream's
+// contents or limits changing (its own limits).
+type storeMark struct {
+	used              uint64
+	bytes, msgs       uint64
+	firstSeq, lastSeq uint64
+	maxBytes, maxMsgs int64
+}
+
+func (l *storeLog) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Receipt, error) {
+	r, err := l.Log.Append(ctx, at, c)
+	return r, l.note(err)
+}
+
+func (l *storeLog) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commit) ([]hub.Receipt, error) {
+	rs, err := l.Log.AppendBatch(ctx, at, commits)
+	return rs, l.note(err)
+}
+
+// note describes an append's error by the store's condition and
+// remembers whether the store refused it as full.
+func (l *storeLog) note(err error) error {
+	err = natslog.StoreError(err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err == nil:
+		l.full = nil
+	case errors.Is(err, natslog.ErrStoreFull):
+		if l.full == nil || errors.Is(l.full, natslog.ErrStorageExhausted) != errors.Is(err, natslog.ErrStorageExhausted) {
+			l.fullAt, l.fullSeen = l.now(), false
+			if l.nc != nil {
+				l.fullConns = l.nc.Stats().Reconnects
+			}
+		}
+		l.full = err
+	}
+	return err
+}
+
+// Available reports whether the store takes commits: the Log's own check
+// and, after an append refused as full, whether the store changed since:
+// for want of storage, its use fell; by the stream's limits, the stream's
+// contents or limits changed. Either way the refusal counts for
+// storeFullHold at most, and not past a reconnection to NATS.
+func (l *storeLog) Available(ctx context.Context) error {
+	if err := l.Log.Available(ctx); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	full := l.full
+	if full != nil && (l.now().Sub(l.fullAt) >= storeFullHold || l.nc != nil && l.nc.Stats().Reconnects != l.fullConns) {
+		l.full, full = nil, nil
+	}
+	l.mu.Unlock()
+	if full == nil {
+		return nil
+	}
+	storage := errors.Is(full, natslog.ErrStorageExhausted)
+	var mark storeMark
+	if storage {
+		used, err := l.StoreUsed(ctx)
+		if err != nil {
+			return err
+		}
+		mark.used = used
+	} else {
+		info, err := l.Info(ctx)
+		if err != nil {
+			return natslog.StoreError(err)
+		}
+		mark.bytes, mark.msgs = info.State.Bytes, info.State.Msgs
+		mark.firstSeq, mark.lastSeq = info.State.FirstSeq, info.State.LastSeq
+		mark.maxBytes, mark.maxMsgs = info.Config.MaxBytes, info.Config.MaxMsgs
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.full == nil: // an append was stored meanwhile
+	case errors.Is(l.full, natslog.ErrStorageExhausted) != storage: // refused otherwise meanwhile
+	case !l.fullSeen:
+		l.fullMark, l.fullSeen = mark, true
+	case storage && mark.used < l.fullMark.used, !storage && mark != l.fullMark:
+		l.full = nil
+	}
+	return l.full
+}

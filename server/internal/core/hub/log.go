@@ -1,0 +1,80 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// Log is the hub's storage seam: where commits become durable and get their
+// seq. The hub keeps the stream contract for every face; a Log only stores.
+//
+// Two stores exist:
+//
+//   - memory (Config.Log nil): the ring is the log. The hub numbers every
+//     event itself, server statuses included, and keeps the last W.
+//   - a durable Log (JetStream, see server/internal/store/natslog): the Log numbers
+//     commits, and every commit — published through this hub or through
+//     another replica of the same log — reaches the hub through Follow, in
+//     seq order. The ring is then a cache of the newest W commits; a
+//     position older than the ring is read back with Read. Server statuses
+//     are per replica and unpositioned (docs/protocol.md, "Stores").
+type Log interface {
+	// Epoch identifies the log's seq space: the instance_epoch. It is the
+	// same on every replica and across restarts, and changes only when the
+	// log is recreated.
+	Epoch() uint64
+	// Append makes one commit durable and returns its seq and time (Epoch
+	// left zero). With a non-empty IdempotencyKey, a key the log has seen
+	// within its duplicate window returns the original seq and time with
+	// Duplicate set and appends nothing. The log keeps the commit's
+	// Traceparent and gives it back on the commit's events. The facts are
+	// owned by the Log once passed.
+	Append(ctx context.Context, at time.Time, c Commit) (Receipt, error)
+	// Read appends to dst up to max commits with seq >= from, in seq order
+	// (seqs may skip deleted messages). It returns ErrTooOld when from is
+	// below the log's first seq.
+	Read(ctx context.Context, dst []*Event, from uint64, max int) ([]*Event, error)
+	// Range is the log's first and last seq now (first = last+1 when it
+	// holds nothing). It fails with ErrLogReplaced when the log was
+	// replaced, and with ErrLogDamaged when it lost commits, has holes it
+	// did not have, or lost its oldest commits without its limits
+	// discarding them.
+	Range(ctx context.Context) (first, last uint64, err error)
+	// Follow calls apply with every commit with seq >= from, in seq order,
+	// until ctx ends or the log fails. apply is called on one goroutine.
+	// It fails with ErrLogReplaced, before applying any of its commits,
+	// when the log was replaced.
+	Follow(ctx context.Context, from uint64, apply func(*Event)) error
+}
+
+// ErrLogReplaced is wrapped by the error of a Log's Range or Follow, or of
+// an Append or AppendBatch whose commit landed in the new storage, when the
+// storage it was opened on was replaced by another under the same name (a
+// JetStream stream deleted and created again): its seqs no longer belong to
+// Epoch. The hub then drains, follows the Log no more and reports the error
+// on Failed; the process must restart to take the new epoch.
+var ErrLogReplaced = errors.New("hub: the log was replaced (deleted and created again)")
+
+// ErrLogDamaged is wrapped by the error of a Log that finds its storage
+// damaged: commits it acknowledged are lost, it has holes, or its oldest
+// commits are gone without its limits discarding them (a stream purged or
+// cut, message blocks lost or corrupted). Its seqs may be given again to
+// other commits, so it must not be served under Epoch: from Range or
+// Follow, the hub drains and reports it on Failed as for ErrLogReplaced.
+var ErrLogDamaged = errors.New("hub: the log is damaged (acknowledged commits lost, holes, or oldest commits gone)")
+
+// ErrTooOld is returned by Log.Read for a position below the log's first seq.
+var ErrTooOld = errors.New("hub: position below the log's first seq")
+
+// ErrUnavailable wraps a Log's failure to append: the publish was not
+// acknowledged and may be retried (with its idempotency key).
+var ErrUnavailable = errors.New("hub: log unavailable")
+
+// NewCommitEvent builds the event of a commit read from a Log, with the
+// W3C traceparent its publish had (empty: none).
+func NewCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
+	return newCommitEvent(epoch, seq, at, facts, traceparent)
+}

@@ -1,0 +1,156 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+)
+
+// Grant is a token's list of topic entries (the "publish" or "subscribe"
+// claim). An entry matches a topic as a subscribe filter does
+// (hub.MatchTopic); the entry "*" matches every topic; an empty grant
+// matches nothing.
+type Grant []string
+
+// All reports whether g grants every topic.
+func (g Grant) All() bool {
+	for _, e := range g {
+		if e == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// Allows reports whether g grants topic (or, equally, the whole of a
+// subscribe filter entry: every topic under it).
+func (g Grant) Allows(topic string) bool {
+	for _, e := range g {
+		if e == "*" || hub.MatchTopic(e, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+type ctxKey struct{}
+
+// authenticated is what an authenticated request's context carries: the
+// identity, and where to count a refusal decided later (forbidden).
+type authenticated struct {
+	id     *Identity
+	face   string
+	reject func(face string, reason Reason)
+}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id *Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, &authenticated{id: id})
+}
+
+func withRequest(ctx context.Context, id *Identity, face string, reject func(string, Reason)) context.Context {
+	return context.WithValue(ctx, ctxKey{}, &authenticated{id: id, face: face, reject: reject})
+}
+
+// FromContext returns the identity of the request ctx belongs to, or nil
+// when the server runs without auth.
+func FromContext(ctx context.Context) *Identity {
+	if a, _ := ctx.Value(ctxKey{}).(*authenticated); a != nil {
+		return a.id
+	}
+	return nil
+}
+
+// forbid counts a forbidden refusal for ctx's request and returns err.
+func forbid(ctx context.Context, msg string) *Error {
+	return reject(ctx, &Error{Reason: ReasonForbidden, msg: msg})
+}
+
+// reject counts err's refusal for ctx's request and returns err.
+func reject(ctx context.Context, err *Error) *Error {
+	if a, _ := ctx.Value(ctxKey{}).(*authenticated); a != nil && a.reject != nil {
+		a.reject(a.face, err.Reason)
+	}
+	return err
+}
+
+// Subject is the verified token's sub for the request ctx belongs to, and
+// whether the request carried a verified token at all.
+func Subject(ctx context.Context) (string, bool) {
+	id := FromContext(ctx)
+	if id == nil {
+		return "", false
+	}
+	return id.Subject, true
+}
+
+// ClientID is the identity requests are accounted to: "sub:" and the
+// token's subject when auth is on, else "ip:" and the host part of
+// remoteAddr (an http.Request's RemoteAddr or a connect.Peer's Addr).
+func ClientID(ctx context.Context, remoteAddr string) string {
+	var buf [64]byte
+	return string(AppendClientID(buf[:0], ctx, remoteAddr))
+}
+
+// AppendClientID appends ClientID(ctx, remoteAddr) to dst.
+func AppendClientID(dst []byte, ctx context.Context, remoteAddr string) []byte {
+	if sub, ok := Subject(ctx); ok {
+		return append(append(dst, "sub:"...), sub...)
+	}
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	return append(append(dst, "ip:"...), host...)
+}
+
+// CheckPublish refuses a commit holding any fact outside the publish grant
+// of ctx's identity (nil without auth). The whole commit is refused.
+func CheckPublish(ctx context.Context, facts []*ringcastv1.Fact) error {
+	id := FromContext(ctx)
+	if id == nil {
+		return nil
+	}
+	for i, f := range facts {
+		if !id.Publish.Allows(f.GetTopic()) {
+			return forbid(ctx, fmt.Sprintf("facts[%d]: topic %s is outside the token's publish grant", i, strconv.Quote(f.GetTopic())))
+		}
+	}
+	return nil
+}
+
+// ScopeSubscribe fits a subscribe to ctx's identity (nil without auth): a
+// named topic outside the subscribe grant refuses it; with no topics named,
+// the grant becomes the stream's topic filter, so facts outside it are
+// never sent and Progress covers them. A token whose Deadline has passed
+// since it was verified is refused (ReasonExpired), so no stream starts
+// with it; an accepted stream ends at the Deadline (req.Expiry, then
+// hub.ErrExpired): the one instant from which the verifier refuses the
+// same token.
+func ScopeSubscribe(ctx context.Context, req *hub.Request) error {
+	id := FromContext(ctx)
+	if id == nil {
+		return nil
+	}
+	if !id.Valid(time.Now()) {
+		return reject(ctx, Expired())
+	}
+	for i, t := range req.Topics {
+		if !id.Subscribe.Allows(t) {
+			return forbid(ctx, fmt.Sprintf("topics[%d]: %s is outside the token's subscribe grant", i, strconv.Quote(t)))
+		}
+	}
+	if len(req.Topics) == 0 && !id.Subscribe.All() {
+		if len(id.Subscribe) == 0 {
+			return forbid(ctx, "the token grants no topics to subscribe to")
+		}
+		req.Topics = append([]string(nil), id.Subscribe...)
+	}
+	req.Expiry = id.Deadline
+	return nil
+}

@@ -1,0 +1,187 @@
+package limit
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
+)
+
+// connectError is a refusal as connect sends it (refuse.go).
+func connectError(err error) error { return Exhausted(err, retryAfter(err)) }
+
+// Interceptor applies the limits to a Connect handler (Connect, gRPC,
+// gRPC-Web): every stream (SubscribeEvents, gRPC health Watch, reflection)
+// takes one of its client's stream slots while it lasts; Publish takes one
+// token of its client's bucket of commits and PublishBatch one per commit,
+// and each takes its request's protobuf size from the client's bucket of
+// bytes. Install it outside validation, so refused requests cost nothing
+// more.
+func (l *Limiter) Interceptor() connect.Interceptor { return interceptor{l} }
+
+type interceptor struct{ l *Limiter }
+
+func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		n := 0
+		switch req.Spec().Procedure {
+		case ringcastv1connect.EventServicePublishProcedure:
+			n = 1
+		case ringcastv1connect.EventServicePublishBatchProcedure:
+			b, _ := req.Any().(*ringcastv1.PublishBatchRequest)
+			n = max(1, len(b.GetCommits()))
+		}
+		if n > 0 {
+			size := 0
+			if m, ok := req.Any().(proto.Message); ok && i.l.CountsPublishBytes() {
+				size = proto.Size(m)
+			}
+			var buf [64]byte // the client's id, on the stack unless longer
+			if err := i.l.AllowPublishBytes(auth.AppendClientID(buf[:0], ctx, req.Peer().Addr), n, size); err != nil {
+				return nil, connectError(err)
+			}
+		}
+		return next(ctx, req)
+	}
+}
+
+func (i interceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		release, err := i.l.OpenStream(auth.ClientID(ctx, conn.Peer().Addr))
+		if err != nil {
+			return connectError(err)
+		}
+		defer release()
+		return next(ctx, conn)
+	}
+}
+
+// SSE applies the stream limit to GET /events: over it, 429 with
+// Retry-After and a one-line reason (EventSource then stops, as it does on
+// any non-200; a page should retry later).
+func (l *Limiter) SSE(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, err := l.OpenStream(auth.ClientID(r.Context(), r.RemoteAddr))
+		if err != nil {
+			WriteExhausted(w, err.Error(), retryAfter(err))
+			return
+		}
+		sl := &slot{release: release}
+		defer func() {
+			if !sl.kept.Load() {
+				release()
+			}
+		}()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))
+	})
+}
+
+// slot is the stream slot an SSE request holds.
+type slot struct {
+	release func()
+	kept    atomic.Bool
+}
+
+type slotKey struct{}
+
+// KeepStream takes over the stream slot held by the request whose context
+// is ctx, for a stream that outlives its handler (a parked SSE stream): the
+// handler no longer releases it on return, and the caller calls the
+// returned func when the stream ends. Without a slot (no limiter) it
+// returns a func that does nothing.
+func KeepStream(ctx context.Context) (release func()) {
+	sl, ok := ctx.Value(slotKey{}).(*slot)
+	if !ok || sl.kept.Swap(true) {
+		return func() {}
+	}
+	return sl.release
+}
+
+// Listener bounds the connections a server holds: past max in all, or past
+// perClient from one client (its remote IP; an IPv6 client is its /64, as
+// for the reset guard), a new connection is closed at once (and counted and
+// logged as the "conns" or "conns_per_client" limit) instead of waiting in
+// the backlog, so the connections already held keep being served and no
+// one client can take every slot. max or perClient < 0: that bound is off.
+func (l *Limiter) Listener(ln net.Listener, max, perClient int) net.Listener {
+	if max < 0 && perClient < 0 {
+		return ln
+	}
+	return &listener{Listener: ln, l: l, max: int64(max), perClient: perClient, byClient: make(map[string]int)}
+}
+
+type listener struct {
+	net.Listener
+	l         *Limiter
+	max       int64 // < 0: no bound
+	perClient int   // < 0: no bound
+	active    atomic.Int64
+	mu        sync.Mutex
+	byClient  map[string]int // open connections per client (perClient >= 0)
+}
+
+func (ln *listener) Accept() (net.Conn, error) {
+	for {
+		c, err := ln.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if n := ln.active.Add(1); ln.max >= 0 && n > ln.max {
+			ln.active.Add(-1)
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			ln.l.refuseConn("ip:"+host, Conns, int(ln.max)) // counted before the client can see the close
+			_ = c.Close()
+			continue
+		}
+		id := ""
+		if ln.perClient >= 0 {
+			id = clientOf(c)
+			ln.mu.Lock()
+			over := ln.byClient[id] >= ln.perClient
+			if !over {
+				ln.byClient[id]++
+			}
+			ln.mu.Unlock()
+			if over {
+				ln.active.Add(-1)
+				ln.l.refuseConn(id, ConnsPerClient, ln.perClient)
+				_ = c.Close()
+				continue
+			}
+		}
+		return &conn{Conn: c, ln: ln, id: id}, nil
+	}
+}
+
+type conn struct {
+	net.Conn
+	ln   *listener
+	id   string // its client, when counted per client
+	once sync.Once
+}
+
+func (c *conn) Close() error {
+	c.once.Do(func() {
+		c.ln.active.Add(-1)
+		if c.ln.perClient >= 0 {
+			c.ln.mu.Lock()
+			if c.ln.byClient[c.id]--; c.ln.byClient[c.id] <= 0 {
+				delete(c.ln.byClient, c.id)
+			}
+			c.ln.mu.Unlock()
+		}
+	})
+	return c.Conn.Close()
+}

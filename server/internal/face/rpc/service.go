@@ -1,0 +1,178 @@
+// Package rpc is ringcast's Connect handler: one http.Handler that serves
+// EventService to Connect, gRPC and gRPC-Web clients. Validation of request
+// shape happens in the protovalidate interceptor (violations travel in the
+// error details); the stream contract itself lives in package hub.
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/validate"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/limit"
+)
+
+// Service implements ringcastv1connect.EventServiceHandler over a hub.
+type Service struct {
+	hub *hub.Hub
+}
+
+var _ ringcastv1connect.EventServiceHandler = (*Service)(nil)
+
+// NewHandler returns the EventService route and handler. maxRequestBytes
+// bounds every request message (Publish's facts above all). Interceptors in
+// opts wrap the built-in validation, so they see the requests it rejects.
+//
+// Responses are never compressed: a stream's events are shared by every
+// subscriber, and compressing them once per subscriber would multiply the
+// fan-out cost. Compressed requests are still accepted. For the same reason
+// each event is encoded once per codec and the bytes are shared by every
+// stream that sends it unchanged (see codec.go).
+func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) (string, http.Handler) {
+	all := append([]connect.HandlerOption{}, opts...) // first: their interceptors are outermost
+	all = append(all,
+		connect.WithInterceptors(validate.NewInterceptor(), receiveOffStack{}), // innermost (offstack.go)
+		connect.WithReadMaxBytes(maxRequestBytes),
+		connect.WithCompressMinBytes(math.MaxInt),
+	)
+	all = append(all, eventCodecs()...)
+	path, handler := ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, all...)
+	return path, withBatchWriter(handler)
+}
+
+// SubscribeEvents serves one stream. Unservable cursors are not errors: the
+// hub answers them with ResyncRequired (or Gap) and the stream ends OK.
+func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ringcastv1.SubscribeEventsRequest], stream *connect.ServerStream[ringcastv1.SubscribeEventsResponse]) error {
+	sink := newStreamSink(stream.Conn(), batchWriterFrom(ctx))
+	if sink.batch != nil {
+		sink.batch.hold = true
+		defer func() { sink.batch.hold = false }()
+	}
+	hreq := hub.RequestFromProto(hub.FaceConnect, req.Msg)
+	if err := auth.ScopeSubscribe(ctx, &hreq); err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			return connect.NewError(ae.Code(), err)
+		}
+		return connect.NewError(connect.CodePermissionDenied, err)
+	}
+	err := s.hub.Subscribe(ctx, hreq, sink)
+	if err != nil && ctx.Err() != nil {
+		return connect.NewError(connect.CodeCanceled, ctx.Err())
+	}
+	if errors.Is(err, hub.ErrExpired) {
+		return connect.NewError(connect.CodeUnauthenticated, errors.New(auth.MsgExpired))
+	}
+	if errors.Is(err, hub.ErrUnavailable) {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	return err
+}
+
+// Publish appends one commit.
+func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.PublishRequest]) (*connect.Response[ringcastv1.PublishResponse], error) {
+	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
+		return nil, connect.NewError(connect.CodePermissionDenied, err)
+	}
+	tctx := ctx // without a traceparent, the commit keeps none: no context value to add
+	if tp := traceparent(ctx, req.Header()); tp != "" {
+		tctx = hub.ContextWithTraceparent(ctx, tp)
+	}
+	if req.Msg.GetIdempotencyKey() != "" {
+		// Its new key takes from its client's share of the dedupe table.
+		tctx = hub.ContextWithClient(tctx, auth.ClientID(ctx, req.Peer().Addr))
+	}
+	r, err := s.hub.PublishContext(tctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
+	if err != nil {
+		return nil, publishError(err)
+	}
+	return connect.NewResponse(receipt(r)), nil
+}
+
+// PublishBatch appends several commits in order, all or none (see
+// hub.PublishBatch). The validation interceptor has checked every commit's
+// shape; the hub checks that every fact is deliverable before any append.
+func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcastv1.PublishBatchRequest]) (*connect.Response[ringcastv1.PublishBatchResponse], error) {
+	in := req.Msg.GetCommits()
+	tp := traceparent(ctx, req.Header())
+	commits := make([]hub.Commit, len(in))
+	for i, c := range in {
+		if err := auth.CheckPublish(ctx, c.GetFacts()); err != nil {
+			return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("commits[%d].%w", i, err))
+		}
+		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey(), Traceparent: tp}
+	}
+	for _, c := range commits {
+		if c.IdempotencyKey != "" {
+			ctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
+			break
+		}
+	}
+	rs, err := s.hub.PublishBatch(ctx, commits)
+	if err != nil {
+		return nil, publishError(err)
+	}
+	out := make([]*ringcastv1.PublishResponse, len(rs))
+	msgs := make([]receiptMsg, len(rs))
+	for i, r := range rs {
+		out[i] = msgs[i].set(r)
+	}
+	return connect.NewResponse(&ringcastv1.PublishBatchResponse{Receipts: out}), nil
+}
+
+// publishError maps a hub publish error to its RPC code, with a message
+// that names no package of the server's.
+func publishError(err error) error {
+	code := connect.CodeInternal
+	var full *hub.DedupeFullError
+	switch {
+	case errors.Is(err, hub.ErrInvalidFact), errors.Is(err, hub.ErrTooManyKeys):
+		code = connect.CodeInvalidArgument
+	case errors.As(err, &full):
+		return limit.Exhausted(errors.New(strings.TrimPrefix(err.Error(), "hub: ")), full.RetryAfter)
+	case errors.Is(err, hub.ErrDedupeFull):
+		return limit.Exhausted(errors.New(strings.TrimPrefix(err.Error(), "hub: ")), time.Second)
+	case errors.Is(err, hub.ErrDraining), errors.Is(err, hub.ErrUnavailable):
+		code = connect.CodeUnavailable
+	case errors.Is(err, hub.ErrBatchUnsupported):
+		code = connect.CodeUnimplemented
+	default:
+		return connect.NewError(code, errors.New("internal error"))
+	}
+	return connect.NewError(code, errors.New(strings.TrimPrefix(err.Error(), "hub: ")))
+}
+
+// receiptMsg is a receipt and its timestamp, allocated together.
+type receiptMsg struct {
+	resp ringcastv1.PublishResponse
+	time timestamppb.Timestamp
+}
+
+func receipt(r hub.Receipt) *ringcastv1.PublishResponse { return new(receiptMsg).set(r) }
+
+// set makes m r's receipt and returns it.
+func (m *receiptMsg) set(r hub.Receipt) *ringcastv1.PublishResponse {
+	m.time.Seconds, m.time.Nanos = r.Time.Unix(), int32(r.Time.Nanosecond())
+	m.resp.Seq, m.resp.InstanceEpoch, m.resp.EventTime, m.resp.Duplicate = r.Seq, r.Epoch, &m.time, r.Duplicate
+	return &m.resp
+}
+
+// GetServerStatus reports the running instance.
+func (s *Service) GetServerStatus(context.Context, *connect.Request[ringcastv1.GetServerStatusRequest]) (*connect.Response[ringcastv1.GetServerStatusResponse], error) {
+	return connect.NewResponse(&ringcastv1.GetServerStatusResponse{
+		Status:      s.hub.Status(),
+		Subscribers: uint64(s.hub.Subscribers()),
+	}), nil
+}

@@ -1,0 +1,132 @@
+package sse
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/face/eventjson"
+	"github.com/ringcast/ringcast/server/internal/face/offstack"
+)
+
+// The event names of the face (the `event:` field).
+const (
+	EventCommit   = "commit"
+	EventStatus   = "status"
+	EventProgress = "progress"
+	EventCaughtUp = "caught-up"
+	EventGap      = "gap"
+	// EventTokenExpired ends a stream whose token expired (auth jwt):
+	// open a new EventSource with a fresh token and the last id seen.
+	EventTokenExpired = "token-expired"
+)
+
+// eventName is the `event:` name of a response, "" for those the face
+// sends as comments (Heartbeat, ResyncRequired) or not at all.
+func eventName(r *ringcastv1.SubscribeEventsResponse) string {
+	switch r.GetEvent().(type) {
+	case *ringcastv1.SubscribeEventsResponse_Commit:
+		return EventCommit
+	case *ringcastv1.SubscribeEventsResponse_ServerStatus:
+		return EventStatus
+	case *ringcastv1.SubscribeEventsResponse_Progress:
+		return EventProgress
+	case *ringcastv1.SubscribeEventsResponse_CaughtUp:
+		return EventCaughtUp
+	case *ringcastv1.SubscribeEventsResponse_Gap:
+		return EventGap
+	}
+	return ""
+}
+
+// reasonName is the lower-case name of a proto Reason used in comments:
+// REASON_SUBSCRIBER_LAGGING is "subscriber_lagging".
+func reasonName(r ringcastv1.Reason) string {
+	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
+}
+
+// positionedJSON writes a positioned response's data: its id carries seq
+// and instanceEpoch.
+var positionedJSON = eventjson.Options{MaxDepth: eventjson.OnStack.MaxDepth, OmitPosition: true}
+
+// dataJSON is how eventjson writes a frame's data line.
+func dataJSON(positioned bool) eventjson.Options {
+	if positioned {
+		return positionedJSON
+	}
+	return eventjson.OnStack
+}
+
+// frame renders a response as a complete SSE event: an `id:` for a
+// positioned response (seq > 0), its event name and one data line holding
+// the response in protobuf JSON — the message a Connect JSON client
+// receives (lowerCamel field names, 64-bit integers as strings, enums by
+// name), less seq and instanceEpoch when the id carries them
+// (docs/sse.md, "The data line"). It returns nil for responses without an
+// event name.
+//
+// Commits and progress are encoded in place by package eventjson; the rare
+// rest (status, caught-up, gap, and data nested deeper than eventjson.OnStack allows)
+// by protojson, whose encoder is deep, on a helper goroutine, so that a
+// stream's goroutine does not keep a stack grown for it (package offstack).
+func frame(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
+	return appendFrame(make([]byte, 0, 256), r)
+}
+
+// sizedFrame is frame for a response whose protobuf encoding is size
+// bytes (Event.Encoded), in a buffer sized for it: a frame's id, event
+// name and the data's field names need room beyond what the data does.
+func sizedFrame(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error) {
+	return appendFrame(make([]byte, 0, frameOverhead+eventjson.SizeHint(size)), r)
+}
+
+// frameOverhead is the room an SSE frame takes beyond its data line's JSON:
+// "id: ", the id (up to 16+1+20 bytes), "\nevent: ", the name, "\ndata: ",
+// and "\n\n".
+const frameOverhead = 64
+
+// appendFrame appends frame(r) to b.
+func appendFrame(b []byte, r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
+	name := eventName(r)
+	if name == "" {
+		return nil, nil
+	}
+	positioned := r.GetSeq() > 0
+	if positioned {
+		b = append(b, "id: "...)
+		b = AppendID(b, r.GetInstanceEpoch(), r.GetSeq())
+		b = append(b, '\n')
+	}
+	b = append(b, "event: "...)
+	b = append(b, name...)
+	b = append(b, "\ndata: "...)
+	if out, ok := dataJSON(positioned).Append(b, r); ok {
+		return append(out, "\n\n"...), nil
+	}
+	buf := bytes.NewBuffer(b)
+	err := offstack.Run(func() error {
+		m := r
+		if positioned {
+			// The response may be shared with other streams and faces:
+			// leave it as it is.
+			m = proto.CloneOf(r)
+			m.Seq, m.InstanceEpoch = 0, 0
+		}
+		raw, err := protojson.Marshal(m)
+		if err != nil {
+			return err
+		}
+		// protojson varies its spacing on purpose; compact it so the
+		// frame is stable and one line.
+		return json.Compact(buf, raw)
+	})
+	if err != nil {
+		return nil, err
+	}
+	buf.WriteString("\n\n")
+	return buf.Bytes(), nil
+}

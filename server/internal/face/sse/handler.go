@@ -1,0 +1,323 @@
+// Package sse is ringcast's Server-Sent Events face: GET /events serves the
+// same ring through hub.Subscribe as the Connect handler, framed for
+// EventSource (docs/sse.md; the stream contract is docs/protocol.md).
+//
+// Every subscribe asks the hub for ON_UNSERVABLE_SNAPSHOT_INLINE, so a
+// Last-Event-ID that cannot be resumed (too old, ahead, another epoch,
+// malformed) becomes a gap event naming the reason, then the snapshot, caught-up and the
+// live tail — always on an HTTP 200 response, because EventSource gives up
+// for good on any other status and would otherwise loop on a refusal.
+package sse
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"buf.build/go/protovalidate"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/face/offstack"
+)
+
+// Handler serves GET /events. Create it with New.
+type Handler struct {
+	hub *hub.Hub
+	log *slog.Logger
+
+	// Parking (WithParking): on when park is set.
+	park         bool
+	writeTimeout time.Duration
+	onCut        func()
+	// parked holds the sinks that took their connection over (Park)
+	// until their End; emptied, when not nil, closes when it empties
+	// (Wait).
+	mu      sync.Mutex
+	parked  map[*sink]struct{}
+	emptied chan struct{}
+}
+
+// The `retry:` hint sent at the start of every response is drawn uniformly
+// from [retryMin, retryMax], so that clients dropped together do not come
+// back together.
+const (
+	retryMin = time.Second
+	retryMax = 2 * time.Second
+)
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// WithParking lets an HTTP/1.x stream wait without a goroutine (docs/sse.md,
+// "Parked streams"): the first time it has nothing to send, its sink takes
+// the connection over from the HTTP server and the handler returns; the
+// stream then runs on one of the hub's workers only while it has something
+// to do. A write on a parked stream blocked for writeTimeout (within 1.25×
+// it) cuts the stream, and onCut (if not nil) is called for each stream
+// cut. Such streams outlive the HTTP server's Shutdown: Wait and Close
+// account for them.
+func WithParking(writeTimeout time.Duration, onCut func()) Option {
+	return func(h *Handler) {
+		h.park, h.writeTimeout, h.onCut = true, writeTimeout, onCut
+		if h.onCut == nil {
+			h.onCut = func() {}
+		}
+	}
+}
+
+// New returns the handler for h.
+func New(h *hub.Hub, opts ...Option) *Handler {
+	s := &Handler{
+		hub:    h,
+		log:    slog.New(slog.DiscardHandler),
+		parked: make(map[*sink]struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Wait waits until every parked stream has ended (they end once the hub
+// drains or closes), or until ctx is done.
+func (s *Handler) Wait(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.parked) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.emptied == nil {
+		s.emptied = make(chan struct{})
+	}
+	emptied := s.emptied
+	s.mu.Unlock()
+	select {
+	case <-emptied:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// addParked and removeParked keep the set of parked streams' sinks.
+func (s *Handler) addParked(sk *sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parked[sk] = struct{}{}
+}
+
+func (s *Handler) removeParked(sk *sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.parked, sk)
+	if len(s.parked) == 0 && s.emptied != nil {
+		close(s.emptied)
+		s.emptied = nil
+	}
+}
+
+// Close closes the connections of the parked streams: their writes fail
+// and they end. A TLS connection is closed under its TLS layer, which
+// would otherwise try to say so to a client that may not be reading.
+func (s *Handler) Close() {
+	s.mu.Lock()
+	conns := make([]net.Conn, 0, len(s.parked))
+	for sk := range s.parked {
+		if sk.conn != nil { // nil: still being taken over
+			conns = append(conns, sk.conn)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		if tc, ok := c.(*tls.Conn); ok {
+			c = tc.NetConn()
+		}
+		_ = c.Close()
+	}
+}
+
+// ServeHTTP serves one stream until the client goes away or the hub ends
+// it (lease, lapped, shutdown).
+func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	// Parsing and validating the query and writing the response headers
+	// run deep call chains: off the stream's stack, which then stays small
+	// for as long as the stream is open (package offstack).
+	var req hub.Request
+	var sk *sink
+	if err := offstack.Run(func() error {
+		var err error
+		req, sk, err = s.start(w, r)
+		return err
+	}); err != nil {
+		return
+	}
+
+	sk.h = s
+	var hs hub.Sink = sk
+	if s.park && r.ProtoMajor == 1 {
+		sk.ctx = r.Context()
+		hs = parkingSink{sk}
+	}
+	err := s.hub.Subscribe(r.Context(), req, hs)
+	if err == hub.ErrParked {
+		return // the stream goes on without this goroutine; sk.End ends it
+	}
+	s.ended(sk, err, r.Context().Err() != nil)
+}
+
+// ended finishes a response after its stream ended with err: a token that
+// expired is said so, so that the page can open a new EventSource with a
+// fresh token and the last id it saw. An error is logged unless the client
+// is known to have gone (its request's context ended).
+func (s *Handler) ended(sk *sink, err error, clientGone bool) {
+	if errors.Is(err, hub.ErrExpired) {
+		sk.writeString("event: " + EventTokenExpired + "\ndata: {}\n\n")
+		_ = sk.Flush()
+		return
+	}
+	if err != nil && !clientGone {
+		s.log.Debug("sse stream ended", "error", err)
+	}
+}
+
+// errAnswered: start has answered the request itself (an error, or HEAD);
+// there is no stream to serve.
+var errAnswered = errors.New("sse: answered")
+
+// start checks the request, writes the response headers and the retry
+// hint, and returns the hub request and the stream's sink; errAnswered when
+// it has answered the request instead.
+func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *sink, error) {
+	pq, err := parseQuery(r)
+	req := pq.Request
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return hub.Request{}, nil, errAnswered
+	}
+	// With auth on, a topic outside the token's grant is refused and no
+	// topic means the grant (docs/security.md).
+	if err := auth.ScopeSubscribe(r.Context(), &req); err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			ae.Refuse(w)
+		} else {
+			http.Error(w, err.Error(), http.StatusForbidden)
+		}
+		return hub.Request{}, nil, errAnswered
+	}
+	sk := newSink(w)
+
+	// The header wins over the query: EventSource re-sends the URL it was
+	// opened with on every reconnect, so lastEventId in the query is only
+	// the starting point and the header is where the stream got to.
+	lastID := r.Header.Get("Last-Event-ID")
+	if lastID == "" {
+		lastID = pq.QueryLastID
+	}
+	if lastID != "" {
+		epoch, seq, perr := ParseLastEventID(lastID)
+		req.Epoch, req.SinceSeq, req.MalformedCursor = epoch, seq, perr != nil
+	}
+
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	if r.ProtoMajor == 1 && r.ProtoAtLeast(1, 1) {
+		// No chunked encoding on HTTP/1.1: the body ends when the
+		// connection closes, as the SSE specification recommends. A batch
+		// is then one write system call; chunked, net/http's 4 KiB
+		// connection buffer split a batch larger than it into three (the
+		// buffer filled with the chunk header, the rest, the chunk's end).
+		hd.Set("Transfer-Encoding", "identity")
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return hub.Request{}, nil, errAnswered
+	}
+	retry := retryMin + rand.N(retryMax-retryMin+1)
+	sk.writeString("retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n")
+	if err := sk.Flush(); err != nil {
+		return hub.Request{}, nil, err
+	}
+	return req, sk, nil
+}
+
+// queryParams are the query parameters /events takes, and whether each may
+// repeat. Anything else is refused: a misspelt parameter would otherwise be
+// ignored and the stream would silently carry every topic.
+var queryParams = map[string]bool{
+	"topic":         true,
+	"snapshot":      false,
+	"lastEventId":   false,
+	auth.QueryParam: false,
+}
+
+// query is a parsed /events query.
+type query struct {
+	hub.Request
+	QueryLastID string // the lastEventId parameter
+}
+
+// parseQuery reads topic (repeatable), snapshot and lastEventId, and checks
+// them against the proto's rules. A malformed query, an unknown or repeated
+// parameter, or a bad value is a programming error in the page that built
+// the URL, not a resume, so it is answered 400.
+func parseQuery(r *http.Request) (query, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return query{}, fmt.Errorf("malformed query: %w", err)
+	}
+	for name, vs := range q {
+		repeatable, known := queryParams[name]
+		switch {
+		case !known:
+			return query{}, fmt.Errorf("unknown query parameter %s (known: topic, snapshot, lastEventId, %s)", strconv.Quote(name), auth.QueryParam)
+		case !repeatable && len(vs) > 1:
+			return query{}, fmt.Errorf("query parameter %s given %d times", name, len(vs))
+		}
+	}
+	m := &ringcastv1.SubscribeEventsRequest{
+		Topics:       q["topic"],
+		OnUnservable: ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE,
+	}
+	switch v := q.Get("snapshot"); v {
+	case "", "retained":
+		m.Snapshot = ringcastv1.Snapshot_SNAPSHOT_RETAINED
+	case "latest_per_key":
+		m.Snapshot = ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY
+	default:
+		return query{}, fmt.Errorf("snapshot must be retained or latest_per_key, not %s", strconv.Quote(v))
+	}
+	if err := protovalidate.Validate(m); err != nil {
+		var verr *protovalidate.ValidationError
+		if errors.As(err, &verr) && len(verr.Violations) > 0 {
+			// "topics[2]: value does not match regex pattern ..." names
+			// the proto field; the query parameter is "topic".
+			msg := strings.Replace(verr.Violations[0].String(), "topics", "topic", 1)
+			return query{}, fmt.Errorf("bad query: %s", msg)
+		}
+		return query{}, fmt.Errorf("bad query: %w", err)
+	}
+	return query{Request: hub.RequestFromProto(hub.FaceSSE, m), QueryLastID: q.Get("lastEventId")}, nil
+}

@@ -1,0 +1,507 @@
+// Package natslog is the hub's durable Log on NATS JetStream: one stream,
+// one message per commit (all its facts), the stream sequence as the
+// commit's seq, the stream's identity as the instance epoch, and
+// JetStream's duplicate window (Nats-Msg-Id) for idempotency keys. Every
+// replica follows the stream with an ordered consumer, so a commit
+// published through any replica reaches every replica's subscribers.
+package natslog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+)
+
+// The defaults of Options' zero fields. natslog owns them; the serve
+// flags show them.
+const (
+	DefaultStream     = "ringcast"
+	DefaultReplicas   = 1
+	DefaultDuplicates = 10 * time.Minute
+	DefaultTimeout    = 5 * time.Second
+)
+
+// Options configure a Log. Zero fields take the defaults documented on
+// them. The stream limits apply only when Open creates the stream.
+type Options struct {
+	// Stream is the stream's name. Default DefaultStream.
+	Stream string
+	// Replicas is the stream's replication factor, 1 or 3. Default
+	// DefaultReplicas.
+	Replicas int
+	// MaxBytes, MaxAge and MaxMsgs limit the stream (0: unlimited); the
+	// oldest commits are discarded first.
+	MaxBytes int64
+	MaxAge   time.Duration
+	MaxMsgs  int64
+	// Duplicates is the stream's duplicate window for idempotency keys.
+	// Default DefaultDuplicates.
+	Duplicates time.Duration
+	// Timeout bounds each request to JetStream (append, read, range).
+	// Default DefaultTimeout.
+	Timeout time.Duration
+	// Logger receives lifecycle logs. Default: discard.
+	Logger *slog.Logger
+	// Recover makes Open serve a damaged stream (see DamagedError) under a
+	// new epoch, logged at Warn, instead of refusing it. Open then first
+	// reads every commit and removes those whose bytes do not match their
+	// checksum (holes the new epoch accepts).
+	Recover bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Stream == "" {
+		o.Stream = DefaultStream
+	}
+	if o.Replicas == 0 {
+		o.Replicas = DefaultReplicas
+	}
+	if o.Duplicates == 0 {
+		o.Duplicates = DefaultDuplicates
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// maxReads is how many Reads of one Log run at once.
+const maxReads = 16
+
+// Subject is the subject a stream's commits are published on.
+func Subject(stream string) string { return "ringcast." + stream + ".commits" }
+
+// Log is a hub.Log on a JetStream stream. It does not own the connection.
+type Log struct {
+	opts    Options
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	subject string
+	epoch   uint64
+	info    jetstream.StreamConfig
+	created time.Time
+	// reads bounds the reads in flight: a reconnect storm of old cursors
+	// queues here rather than in JetStream's API.
+	reads  chan struct{}
+	blocks blocks
+
+	// head is the highest seq this Log has appended or followed: blocks up
+	// to it are whole in the stream and may be cached.
+	head atomic.Uint64
+	// directGets and directMsgs count direct get requests and the messages
+	// they returned (tests count reads with them).
+	directGets, directMsgs atomic.Uint64
+
+	mu     sync.Mutex
+	atomic bool // the stream allows atomic batch publish (see AppendBatch)
+
+	// The record of the stream in MetaBucket (see mark.go): kv and key
+	// locate it; gen is the generation this Log serves; marked is the
+	// high-water mark recorded; first and deleted are the first seq and
+	// the holes the stream may have without damage.
+	kv                     jetstream.KeyValue
+	key                    string
+	gen                    uint64
+	marked, first, deleted atomic.Uint64
+	markMu                 sync.Mutex
+	cached                 record // guarded by markMu, at revision rev (0: read again)
+	rev                    uint64
+}
+
+// saw records that the stream holds seq.
+func (l *Log) saw(seq uint64) {
+	for {
+		h := l.head.Load()
+		if seq <= h || l.head.CompareAndSwap(h, seq) {
+			return
+		}
+	}
+}
+
+var _ hub.Log = (*Log)(nil)
+
+// Open uses the stream named in opts on nc, creating it with opts' limits
+// when it does not exist. An existing stream is used as it is; Config
+// reports its real limits.
+func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if opts.Replicas != 1 && opts.Replicas != 3 {
+		return nil, fmt.Errorf("nats-replicas must be 1 or 3, not %d", opts.Replicas)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{opts: opts, nc: nc, js: js, subject: Subject(opts.Stream), reads: make(chan struct{}, maxReads)}
+	long := ctx // the check of every commit with Recover takes as long as it needs
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	st, err := js.Stream(ctx, opts.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		st, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        opts.Stream,
+			Description: "ringcast commits, one message per commit",
+			Subjects:    []string{l.subject},
+			Storage:     jetstream.FileStorage,
+			Replicas:    opts.Replicas,
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			MaxBytes:    orUnlimited(opts.MaxBytes),
+			MaxAge:      opts.MaxAge,
+			MaxMsgs:     orUnlimited(opts.MaxMsgs),
+			Duplicates:  opts.Duplicates,
+			AllowDirect: true,
+			// PublishBatch: several commits stored whole or not at all.
+			AllowAtomicPublish: true,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			st, err = js.Stream(ctx, opts.Stream) // another replica created it first
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("JetStream stream %q: %w", opts.Stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("JetStream stream %q: %w", opts.Stream, err)
+	}
+	if !hasSubject(info.Config.Subjects, l.subject) {
+		return nil, fmt.Errorf("JetStream stream %q exists without the subject %q", opts.Stream, l.subject)
+	}
+	l.stream, l.info, l.created = st, info.Config, info.Created
+	l.atomic = info.Config.AllowAtomicPublish
+	if l.kv, err = l.meta(ctx); err != nil {
+		return nil, err
+	}
+	l.key = metaKey(opts.Stream)
+	if err := l.check(ctx, long, info); err != nil {
+		return nil, err
+	}
+	l.info = info.Config
+	l.saw(info.State.LastSeq)
+	opts.Logger.Info("JetStream stream",
+		"stream", info.Config.Name, "epoch", hub.FormatEpoch(l.epoch), "created", info.Created,
+		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
+		"max_msgs", info.Config.MaxMsgs, "duplicates", info.Config.Duplicates,
+		"atomic_publish", info.Config.AllowAtomicPublish,
+		"first", info.State.FirstSeq, "last", info.State.LastSeq, "acknowledged", l.marked.Load(), "generation", l.gen)
+	return l, nil
+}
+
+func orUnlimited(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+func hasSubject(subjects []string, s string) bool {
+	for _, x := range subjects {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Epoch is the instance epoch of a stream: a hash of its name and creation
+// time, so every replica and every restart agrees on it, and a stream
+// deleted and created again gets another.
+func Epoch(name string, created time.Time) uint64 {
+	sum := sha256.Sum256([]byte(name + "\x00" + created.UTC().Format(time.RFC3339Nano)))
+	e := binary.BigEndian.Uint64(sum[:8])
+	if e == 0 {
+		e = 1
+	}
+	return e
+}
+
+// Config is the stream's configuration as JetStream reported it at Open:
+// its real limits, whoever created it.
+func (l *Log) Config() jetstream.StreamConfig { return l.info }
+
+// DedupeWindow is the stream's duplicate window, within which a key is a
+// duplicate; the hub reports it in ServerStatus limits.
+func (l *Log) DedupeWindow() time.Duration { return l.info.Duplicates }
+
+// Info is the stream's current information (state, cluster, config).
+func (l *Log) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	return l.stream.Info(ctx)
+}
+
+// Epoch implements hub.Log.
+func (l *Log) Epoch() uint64 { return l.epoch }
+
+// Append implements hub.Log: the commit is one message, acknowledged by
+// JetStream before Append returns; its key is the Nats-Msg-Id.
+func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Receipt, error) {
+	m, err := l.message(at, c)
+	if err != nil {
+		return hub.Receipt{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	known := l.head.Load()
+	ack, err := l.js.PublishMsg(ctx, m)
+	if err != nil {
+		return hub.Receipt{}, l.condition(err)
+	}
+	if !ack.Duplicate && ack.Sequence <= known {
+		return hub.Receipt{}, l.replacedAck(ack.Sequence, known)
+	}
+	l.saw(ack.Sequence)
+	if err := l.mark(ctx, ack.Sequence); err != nil {
+		return hub.Receipt{}, l.condition(err)
+	}
+	// A duplicate's PubAck carries the original's stream sequence (JetStream
+	// keeps it with the key for the duplicate window; a key whose original
+	// is still being stored is an error, retried by the client).
+	r := hub.Receipt{Seq: ack.Sequence, Time: at, Duplicate: ack.Duplicate}
+	if ack.Duplicate {
+		if r.Time, err = l.originalTime(ctx, ack.Sequence, at); err != nil {
+			return hub.Receipt{}, err
+		}
+	}
+	return r, nil
+}
+
+// message is the stream message of one commit: the commit event in the
+// payload, its key as Nats-Msg-Id, its trace context as traceparent.
+func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
+	data, err := proto.Marshal(&ringcastv1.SubscribeEventsResponse{
+		EventTime: timestamppb.New(at),
+		Event:     &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{Facts: c.Facts, FactCount: uint32(len(c.Facts))}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := nats.NewMsg(l.subject)
+	m.Data = data
+	m.Header.Set(jetstream.ExpectedStreamHeader, l.opts.Stream)
+	if c.IdempotencyKey != "" {
+		m.Header.Set(jetstream.MsgIDHeader, c.IdempotencyKey)
+	}
+	if c.Traceparent != "" {
+		m.Header.Set(traceparentHeader, c.Traceparent)
+	}
+	m.Header.Set(sumHeader, checksum(data, c.Traceparent))
+	return m, nil
+}
+
+// traceparentHeader is the message header that keeps a commit's trace
+// context, Commit.traceparent (docs/protocol.md, "Publish"), under the
+// same name as the request header a publish brings it in.
+const traceparentHeader = "traceparent"
+
+// sumHeader is the message header that keeps a commit's checksum (see
+// checksum), so that bytes of a stored commit changed on disk are found
+// when it is read, even where the NATS server does not check its own.
+const sumHeader = "Ringcast-Sum"
+
+// checksum is the CRC-32C of a commit message's payload and traceparent,
+// in hex.
+func checksum(data []byte, traceparent string) string {
+	h := crc32.New(castagnoli)
+	_, _ = h.Write(data)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(traceparent))
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// decode turns a stored commit message into the hub's event. A message
+// whose checksum does not match, or that does not decode, is an error
+// wrapping hub.ErrLogDamaged. A message without a checksum (stored before
+// commits carried one, or by an older replica) is taken as it is.
+func (l *Log) decode(seq uint64, hdr nats.Header, data []byte) (*hub.Event, error) {
+	tp := hdr.Get(traceparentHeader)
+	if sum := hdr.Get(sumHeader); sum != "" && sum != checksum(data, tp) {
+		return nil, &CorruptError{Stream: l.opts.Stream, Seq: seq}
+	}
+	var m ringcastv1.SubscribeEventsResponse
+	if err := proto.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: JetStream stream %q: the commit at seq %d does not decode: %w", hub.ErrLogDamaged, l.opts.Stream, seq, err)
+	}
+	return hub.NewCommitEvent(l.epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), tp), nil
+}
+
+// A CorruptError is the error of reading a commit whose bytes changed in
+// storage. It wraps hub.ErrLogDamaged.
+type CorruptError struct {
+	Stream string
+	Seq    uint64
+	// Upto, when set, is the last of the seqs from Seq that the NATS
+	// server skipped though the stream holds them.
+	Upto uint64
+}
+
+func (e *CorruptError) Error() string {
+	if e.Upto != 0 {
+		return fmt.Sprintf("JetStream stream %q: the commits from seq %d to %d cannot be read (damaged on disk)", e.Stream, e.Seq, e.Upto)
+	}
+	return fmt.Sprintf("JetStream stream %q: the commit at seq %d is corrupted (its checksum does not match its bytes)", e.Stream, e.Seq)
+}
+
+func (e *CorruptError) Unwrap() error { return hub.ErrLogDamaged }
+
+// Range implements hub.Log from the stream's state.
+func (l *Log) Range(ctx context.Context) (first, last uint64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	known := max(l.head.Load(), l.marked.Load()) // before the question: what the answer must hold
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, 0, l.condition(err)
+	}
+	if err := l.same(info); err != nil {
+		return 0, 0, err
+	}
+	if err := l.checkRunning(ctx, known, info); err != nil {
+		return 0, 0, err
+	}
+	s := info.State
+	l.saw(s.LastSeq)
+	if s.Msgs == 0 {
+		return s.LastSeq + 1, s.LastSeq, nil
+	}
+	if s.NumDeleted > 0 {
+		// Holes a recovery accepted (anything else is damage): the last
+		// commit the stream holds may be below its last seq.
+		m, err := l.stream.GetLastMsgForSubject(ctx, l.subject)
+		if err != nil {
+			return 0, 0, err
+		}
+		return s.FirstSeq, m.Sequence, nil
+	}
+	return s.FirstSeq, s.LastSeq, nil
+}
+
+// same returns an error wrapping hub.ErrLogReplaced when info is another
+// stream than the one Open found: same name, another creation time.
+func (l *Log) same(info *jetstream.StreamInfo) error {
+	if info.Created.Equal(l.created) {
+		return nil
+	}
+	return fmt.Errorf("%w: JetStream stream %q was created again at %s; this replica opened the one created at %s (epoch %s)",
+		hub.ErrLogReplaced, l.opts.Stream, info.Created.UTC().Format(time.RFC3339Nano), l.created.UTC().Format(time.RFC3339Nano), hub.FormatEpoch(l.epoch))
+}
+
+// replacedAck is the error of a new (not duplicate) commit that JetStream
+// stored at seq, no higher than known, the head this Log had seen before it
+// sent the commit. In one stream that cannot be: the head only comes from
+// this stream (acks, Follow, and Range, which checks the stream's creation
+// time first), so a commit already stored at known when the publish was
+// sent, and JetStream gives each new message a seq above every message
+// stored before it. Publishes from other replicas cannot cause it either:
+// however they interleave, a message stored after known was stored gets a
+// higher seq, and known is read before the publish is sent, never after
+// (a later ack or followed commit may raise the head meanwhile; the check
+// does not look at it). So the stream was deleted and created again, and
+// the commit is in the new one: answering it with this Log's epoch would
+// point at another commit. The error wraps hub.ErrLogReplaced, on which
+// the hub drains (Hub.Failed). A commit the new stream stores above known
+// is not caught here; Range (about every second) and Follow catch the
+// replacement.
+func (l *Log) replacedAck(seq, known uint64) error {
+	return fmt.Errorf("%w: JetStream stream %q stored a new commit at seq %d, yet this replica had seen seq %d of the stream it opened (epoch %s)",
+		hub.ErrLogReplaced, l.opts.Stream, seq, known, hub.FormatEpoch(l.epoch))
+}
+
+// checkSame asks JetStream for the stream and returns what same says.
+func (l *Log) checkSame(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	defer cancel()
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	return l.same(info)
+}
+
+// Follow implements hub.Log with an ordered consumer, which JetStream's
+// client recreates after connection losses at the position it reached —
+// by the stream's name, so on a stream deleted and created again too.
+// Follow therefore checks the stream is the one Open found before it
+// starts and whenever messages come from another consumer than the last
+// (the first, or one recreated), before applying them.
+func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) error {
+	if err := l.checkSame(ctx); err != nil {
+		return err
+	}
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{l.subject},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    max64(from, 1),
+	})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	consumer := ""         // the consumer the last message came from
+	next := max64(from, 1) // the seq expected next
+	if first, _, err := l.Range(ctx); err != nil {
+		return err
+	} else if first > next {
+		next = 0 // from is below the stream's first seq: no gap to check before the first message
+	}
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		if md.Consumer != consumer {
+			if err := l.checkSame(ctx); err != nil {
+				return err
+			}
+			consumer = md.Consumer
+		}
+		ev, err := l.decode(md.Sequence.Stream, msg.Headers(), msg.Data())
+		if err != nil {
+			return err
+		}
+		if next != 0 && ev.Seq > next {
+			if err := l.checkGap(ctx, next, ev.Seq-1); err != nil {
+				return err
+			}
+		}
+		next = ev.Seq + 1
+		l.saw(ev.Seq)
+		apply(ev)
+	}
+}
