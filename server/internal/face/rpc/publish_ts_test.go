@@ -38,7 +38,7 @@ import (
 // its id). Each must decode, and to the message the Go codecs decode from
 // the same bytes; the SSE event to the commit Connect sent.
 func TestPublishDecodesWithTSClient(t *testing.T) {
-	tsDir, err := filepath.Abs(filepath.Join("..", "..", "clients", "ts"))
+	tsDir, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "clients", "ts"))
 	if err != nil {
 		t.Fatal(err)
 	}

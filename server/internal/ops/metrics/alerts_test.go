@@ -15,11 +15,11 @@ import (
 // expressions name is served by a real server, and, when promtool is
 // installed, that `promtool check rules` accepts the file.
 func TestAlertRulesMatchDocsAndCheck(t *testing.T) {
-	rules, err := os.ReadFile("../../docs/alerts.yml")
+	rules, err := os.ReadFile("../../../../docs/alerts.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := os.ReadFile("../../docs/metrics.md")
+	doc, err := os.ReadFile("../../../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestAlertRulesMatchDocsAndCheck(t *testing.T) {
 		t.Log("promtool not installed: rule syntax not checked (metric names were)")
 		return
 	}
-	if out, err := exec.Command(promtool, "check", "rules", "../../docs/alerts.yml").CombinedOutput(); err != nil {
+	if out, err := exec.Command(promtool, "check", "rules", "../../../../docs/alerts.yml").CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
 }
