@@ -44,28 +44,23 @@ describe("names from the proto", () => {
     assert.equal(reasonName(99 as Reason), "REASON_99");
   });
 
-  it("snapshot names are the proto names less SNAPSHOT_, in lower case", () => {
-    // Every SnapshotName, listed: a value added to the proto fails the typecheck here.
-    const all: Record<SnapshotName, true> = { retained: true, latest_per_key: true };
-    const names = optionNames(SnapshotSchema);
-    assert.deepEqual(Object.keys(all).sort(), [...names.values()].sort());
-    for (const [n, name] of names) {
-      assert.equal(snapshotValue(name as SnapshotName), n);
-      assert.equal(snapshotValue(n), n);
-    }
-    assert.equal(snapshotValue(undefined), 0);
-  });
-
-  it("onUnservable names are the proto names less ON_UNSERVABLE_, in lower case", () => {
-    const all: Record<OnUnservableName, true> = { resync_terminal: true, snapshot_inline: true };
-    const names = optionNames(OnUnservableSchema);
-    assert.deepEqual(Object.keys(all).sort(), [...names.values()].sort());
-    for (const [n, name] of names) {
-      assert.equal(onUnservableValue(name as OnUnservableName), n);
-      assert.equal(onUnservableValue(n), n);
-    }
-    assert.equal(onUnservableValue(undefined), 0);
-  });
+  // Every option name, listed: a value added to the proto fails the typecheck here.
+  const snapshots: Record<SnapshotName, true> = { retained: true, latest_per_key: true };
+  const onUnservables: Record<OnUnservableName, true> = { resync_terminal: true, snapshot_inline: true };
+  for (const [d, listed, value] of [
+    [SnapshotSchema, snapshots, snapshotValue],
+    [OnUnservableSchema, onUnservables, onUnservableValue],
+  ] as [DescEnum, object, (s: string | number | undefined) => number][]) {
+    it(`${d.name} names are the proto names less the prefix, in lower case`, () => {
+      const names = optionNames(d);
+      assert.deepEqual(Object.keys(listed).sort(), [...names.values()].sort());
+      for (const [n, name] of names) {
+        assert.equal(value(name), n);
+        assert.equal(value(n), n);
+      }
+      assert.equal(value(undefined), 0);
+    });
+  }
 
   it("the caught-up signal is named after the response's oneof field, and options reach the request", async () => {
     const field = SubscribeEventsResponseSchema.fields.find((f) => f.message?.typeName === "ringcast.v1.CaughtUp");
