@@ -23,7 +23,8 @@ export type { SubscribeOptions, ConnectionEvent } from "./subscribe.js";
 export { publish, publishBatch } from "./publish.js";
 export type { CommitInit, PublishOptions } from "./publish.js";
 export type { StreamItem, FactItem, CaughtUpSignal, ResyncedSignal } from "./items.js";
-export { reasonName } from "./items.js";
+export { reasonName } from "./names.js";
+export type { OnUnservableName, SnapshotName } from "./names.js";
 export {
   CURSOR_FORMAT_VERSION,
   CursorError,

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 
-import { Reason } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+import type { Reason } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 
 /**
  * One fact of a commit, as this stream delivers it. Facts of a commit come
@@ -62,7 +62,7 @@ export interface CaughtUpSignal {
 export interface ResyncedSignal {
   readonly kind: "resynced";
   readonly reason: Reason;
-  /** The reason's short name, e.g. "EPOCH_MISMATCH", "CURSOR_TOO_OLD". */
+  /** The reason's short name, e.g. "EPOCH_MISMATCH", "CURSOR_TOO_OLD" ({@link reasonName}). */
   readonly reasonName: string;
   /** The seq the stream asked to resume after (or, when lagging, the next seq it needed). */
   readonly requestedSeq: bigint;
@@ -80,8 +80,3 @@ export interface ResyncedSignal {
 
 /** What a subscription yields. */
 export type StreamItem = FactItem | CaughtUpSignal | ResyncedSignal;
-
-/** reasonName returns "EPOCH_MISMATCH" for Reason.EPOCH_MISMATCH, etc. */
-export function reasonName(r: Reason): string {
-  return Reason[r] ?? `REASON_${String(r)}`;
-}

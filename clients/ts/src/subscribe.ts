@@ -16,7 +16,8 @@ import {
 import { SHARED_DEFAULTS } from "./defaults_gen.js";
 import { backoffDelay, resolveBackoff, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
 import { checkCursor, formatCursor, formatEpoch, parseCursor, ZERO_CURSOR, type Cursor } from "./cursor.js";
-import { reasonName, type FactItem, type ResyncedSignal, type StreamItem } from "./items.js";
+import type { FactItem, ResyncedSignal, StreamItem } from "./items.js";
+import { onUnservableValue, reasonName, snapshotValue, type OnUnservableName, type SnapshotName } from "./names.js";
 
 /** Options of {@link subscribe}. */
 export interface SubscribeOptions {
@@ -25,14 +26,14 @@ export interface SubscribeOptions {
   /** Topic filter: a fact matches an entry equal to its topic or a prefix ending at "/". Empty = all. */
   topics?: readonly string[];
   /** What a subscribe from nothing (or an inline resync) delivers first. Default "retained". */
-  snapshot?: "retained" | "latest_per_key" | Snapshot;
+  snapshot?: SnapshotName | Snapshot;
   /**
    * What an unservable cursor produces: "resync_terminal" (default; the
    * client resubscribes from 0) or "snapshot_inline" (the server sends the
    * snapshot on the same stream, saving a round trip). Either way the
    * application sees one "resynced" signal before the snapshot.
    */
-  onUnservable?: "resync_terminal" | "snapshot_inline" | OnUnservable;
+  onUnservable?: OnUnservableName | OnUnservable;
   /**
    * Bounded read: end the iteration once position untilSeq is consumed (the
    * iteration ends right after the item that covers it, without waiting for
@@ -516,8 +517,8 @@ export class Subscription implements AsyncIterable<StreamItem> {
       instanceEpoch: c.epoch,
       sinceFact: c.fact,
       topics: [...(o.topics ?? [])],
-      snapshot: snapshotOf(o.snapshot),
-      onUnservable: onUnservableOf(o.onUnservable),
+      snapshot: snapshotValue(o.snapshot),
+      onUnservable: onUnservableValue(o.onUnservable),
       untilSeq,
       endAtHead: o.endAtHead ?? false,
     });
@@ -646,33 +647,5 @@ class Watchdog {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-  }
-}
-
-/** What the application chose; unset sends UNSPECIFIED (the server's default, RETAINED), as the Go client does. */
-function snapshotOf(s: SubscribeOptions["snapshot"]): Snapshot {
-  switch (s) {
-    case undefined:
-      return Snapshot.UNSPECIFIED;
-    case "retained":
-      return Snapshot.RETAINED;
-    case "latest_per_key":
-      return Snapshot.LATEST_PER_KEY;
-    default:
-      return s;
-  }
-}
-
-/** What the application chose; unset sends UNSPECIFIED (the server's default, RESYNC_TERMINAL), as the Go client does. */
-function onUnservableOf(s: SubscribeOptions["onUnservable"]): OnUnservable {
-  switch (s) {
-    case undefined:
-      return OnUnservable.UNSPECIFIED;
-    case "resync_terminal":
-      return OnUnservable.RESYNC_TERMINAL;
-    case "snapshot_inline":
-      return OnUnservable.SNAPSHOT_INLINE;
-    default:
-      return s;
   }
 }

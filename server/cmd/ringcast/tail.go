@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/face/sse"
 )
 
 const tailSynopsis = `tail [flags]
@@ -49,7 +49,7 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	count := fs.Int("count", 0, "stop after this many facts (0: no limit); the cursor is saved")
 	var topics stringList
 	fs.Var(&topics, "topic", "topic filter (repeatable or comma-separated); a prefix matches at a / boundary")
-	snapshot := fs.String("snapshot", "retained", "what a fresh subscription receives first: retained or latest_per_key")
+	snapshot := fs.String("snapshot", "retained", "what a fresh subscription receives first: "+sse.SnapshotNames)
 	until := fs.Uint64("until", 0, "end after position SEQ (0: no bound)")
 	endAtHead := fs.Bool("end-at-head", false, "replay what is there, then end instead of tailing")
 	inline := fs.Bool("snapshot-inline", false, "ask for an unservable cursor's snapshot on the same stream (Gap) instead of a resync round trip")
@@ -63,14 +63,9 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *count < 0 {
 		return errors.New("--count must not be negative")
 	}
-	var snap ringcastv1.Snapshot
-	switch strings.ToLower(strings.ReplaceAll(*snapshot, "-", "_")) {
-	case "retained", "":
-		snap = ringcastv1.Snapshot_SNAPSHOT_RETAINED
-	case "latest_per_key":
-		snap = ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY
-	default:
-		return fmt.Errorf("--snapshot %q: want retained or latest_per_key", *snapshot)
+	snap, ok := sse.ParseSnapshot(*snapshot, true)
+	if !ok {
+		return fmt.Errorf("--snapshot %q: want %s", *snapshot, sse.SnapshotNames)
 	}
 	c, err := cf.client()
 	if err != nil {
@@ -183,12 +178,12 @@ func tailLine(it ringcast.Item) ([]byte, error) {
 		}
 		v = l
 	case ringcast.KindCaughtUp:
-		v = signalLine{Signal: "caught_up", HeadSeq: it.HeadSeq}
+		v = signalLine{Signal: it.Kind.String(), HeadSeq: it.HeadSeq}
 	case ringcast.KindResynced:
 		r := it.Resync
 		v = signalLine{
-			Signal:       "resynced",
-			Reason:       strings.ToLower(strings.TrimPrefix(r.Reason.String(), "REASON_")),
+			Signal:       it.Kind.String(),
+			Reason:       sse.ReasonName(r.Reason),
 			RequestedSeq: &r.RequestedSeq,
 			OldestSeq:    &r.OldestSeq,
 			HeadSeq:      r.HeadSeq,

@@ -3,7 +3,6 @@ package sse
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -41,12 +40,6 @@ func eventName(r *ringcastv1.SubscribeEventsResponse) string {
 		return EventGap
 	}
 	return ""
-}
-
-// reasonName is the lower-case name of a proto Reason used in comments:
-// REASON_SUBSCRIBER_LAGGING is "subscriber_lagging".
-func reasonName(r ringcastv1.Reason) string {
-	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
 }
 
 // positionedJSON writes a positioned response's data: its id carries seq

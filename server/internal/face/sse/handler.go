@@ -27,8 +27,8 @@ import (
 	"buf.build/go/protovalidate"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
 
@@ -301,14 +301,12 @@ func parseQuery(r *http.Request) (query, error) {
 		Topics:       q["topic"],
 		OnUnservable: ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE,
 	}
-	switch v := q.Get("snapshot"); v {
-	case "", "retained":
-		m.Snapshot = ringcastv1.Snapshot_SNAPSHOT_RETAINED
-	case "latest_per_key":
-		m.Snapshot = ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY
-	default:
-		return query{}, fmt.Errorf("snapshot must be retained or latest_per_key, not %s", strconv.Quote(v))
+	v := q.Get("snapshot")
+	snap, ok := ParseSnapshot(v, false)
+	if !ok {
+		return query{}, fmt.Errorf("snapshot must be %s, not %s", SnapshotNames, strconv.Quote(v))
 	}
+	m.Snapshot = snap
 	if err := protovalidate.Validate(m); err != nil {
 		var verr *protovalidate.ValidationError
 		if errors.As(err, &verr) && len(verr.Violations) > 0 {

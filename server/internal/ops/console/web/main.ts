@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 
 import {
+  Reason,
   formatCursor,
   formatEpoch,
   subscribe,
@@ -132,15 +133,17 @@ async function readHistory(): Promise<void> {
 
 // ---- stream -------------------------------------------------------------
 
-const REASONS: Record<string, string> = {
-  EPOCH_MISMATCH: "the server restarted (new epoch)",
-  CURSOR_TOO_OLD: "the events after our position left the server's window",
-  CURSOR_AHEAD: "our position is ahead of the server's",
-  SUBSCRIBER_LAGGING: "this page fell too far behind the live stream",
-  FACT_OUT_OF_RANGE: "the commit we stopped inside is gone",
-  MALFORMED_CURSOR: "the server could not read our position",
+/** Why a resync happened, for every reason the proto defines (a new one fails the typecheck here). */
+const REASONS: Readonly<Record<Exclude<Reason, Reason.UNSPECIFIED>, string>> = {
+  [Reason.EPOCH_MISMATCH]: "the server restarted (new epoch)",
+  [Reason.CURSOR_TOO_OLD]: "the events after our position left the server's window",
+  [Reason.CURSOR_AHEAD]: "our position is ahead of the server's",
+  [Reason.SUBSCRIBER_LAGGING]: "this page fell too far behind the live stream",
+  [Reason.FACT_OUT_OF_RANGE]: "the commit we stopped inside is gone",
+  [Reason.MALFORMED_CURSOR]: "the server could not read our position",
 };
 
+/** A reason's label: its name (reasonName) in words, "epoch mismatch". */
 const words = (reason: string) => reason.toLowerCase().replaceAll("_", " ");
 
 function onResynced(r: ResyncedSignal): void {
@@ -153,7 +156,7 @@ function onResynced(r: ResyncedSignal): void {
     tickGauge(g, now); // at once, even if the snapshot removes it before the next frame
     queueRender(g);
   }
-  const why = REASONS[r.reasonName] ?? words(r.reasonName);
+  const why = REASONS[r.reason as keyof typeof REASONS] ?? words(r.reasonName);
   const text =
     `Missed events: ${why}. Asked to resume after seq ${r.requestedSeq}` +
     (r.previousEpoch && r.previousEpoch !== r.epoch ? ` of epoch ${formatEpoch(r.previousEpoch)}` : "") +

@@ -1,0 +1,88 @@
+package sse
+
+import (
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// The text names of the proto's enums, as this face (the snapshot query
+// parameter, the resync comment) and the command line (tail's --snapshot
+// flag and its "reason" field) spell them. They are not written down
+// anywhere: one rule derives them from the generated descriptors. A
+// value's text name is its proto name without the enum's prefix, in lower
+// case: REASON_EPOCH_MISMATCH is "epoch_mismatch", SNAPSHOT_LATEST_PER_KEY
+// is "latest_per_key". The prefix is the zero value's name less
+// "UNSPECIFIED" (the proto's enums follow buf's ENUM_VALUE_PREFIX and
+// ENUM_ZERO_VALUE_SUFFIX rules).
+//
+// The TypeScript client's names come from the same enums
+// (clients/ts/src/names.ts); names_test.go checks these against the
+// descriptors.
+
+// textName is the text name of value n of enum d; a number the enum does
+// not define is its decimal form, as the generated String methods print it.
+func textName(d protoreflect.EnumDescriptor, n protoreflect.EnumNumber) string {
+	v := d.Values().ByNumber(n)
+	if v == nil {
+		return strconv.Itoa(int(n))
+	}
+	return strings.ToLower(strings.TrimPrefix(string(v.Name()), enumPrefix(d)))
+}
+
+// enumPrefix is the prefix every value name of d starts with ("REASON_").
+func enumPrefix(d protoreflect.EnumDescriptor) string {
+	return strings.TrimSuffix(string(d.Values().ByNumber(0).Name()), "UNSPECIFIED")
+}
+
+// ReasonName is the text name of a Reason: "subscriber_lagging" for
+// REASON_SUBSCRIBER_LAGGING.
+func ReasonName(r ringcastv1.Reason) string {
+	return textName(r.Descriptor(), r.Number())
+}
+
+// snapshotNames maps the text name of every Snapshot but the zero value to
+// its value.
+var snapshotNames = func() map[string]ringcastv1.Snapshot {
+	d := ringcastv1.Snapshot(0).Descriptor()
+	m := make(map[string]ringcastv1.Snapshot, d.Values().Len())
+	for i := range d.Values().Len() {
+		if n := d.Values().Get(i).Number(); n != 0 {
+			m[textName(d, n)] = ringcastv1.Snapshot(n)
+		}
+	}
+	return m
+}()
+
+// SnapshotNames lists the names ParseSnapshot accepts, for messages:
+// "retained or latest_per_key".
+var SnapshotNames = func() string {
+	d := ringcastv1.Snapshot(0).Descriptor()
+	var names []string
+	for i := range d.Values().Len() {
+		if n := d.Values().Get(i).Number(); n != 0 {
+			names = append(names, textName(d, n))
+		}
+	}
+	return strings.Join(names, " or ")
+}()
+
+// ParseSnapshot reads a Snapshot by its text name; "" is SNAPSHOT_RETAINED,
+// the proto's default, sent explicitly. The zero value has no name.
+//
+// Strict (the snapshot query parameter) takes the text name only. Lenient
+// (the command line's --snapshot) also takes it in any case and with "-"
+// for "_": "Latest-Per-Key".
+func ParseSnapshot(s string, lenient bool) (ringcastv1.Snapshot, bool) {
+	if lenient {
+		s = strings.ToLower(strings.ReplaceAll(s, "-", "_"))
+	}
+	if s == "" {
+		return ringcastv1.Snapshot_SNAPSHOT_RETAINED, true
+	}
+	v, ok := snapshotNames[s]
+	return v, ok
+}
