@@ -76,10 +76,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * retryAfterMs is the wait the server asked for with a resource_exhausted
  * refusal (a per-client limit: its Retry-After header, in seconds), or 0.
  * A retry waits at least that long, whatever the backoff says, so a client
- * over a limit backs off instead of hammering the server.
+ * over a limit backs off instead of hammering the server. The wait is
+ * capped at 5 minutes (shared with the Go client: clients/conformance/defaults.json).
  */
 export function retryAfterMs(error: unknown): number {
   if (!(error instanceof ConnectError) || error.code !== Code.ResourceExhausted) return 0;
   const secs = Number.parseInt(error.metadata.get("retry-after") ?? "", 10);
-  return Number.isFinite(secs) && secs > 0 ? Math.min(secs * 1000, 300_000) : 0;
+  return Number.isFinite(secs) && secs > 0 ? Math.min(secs * 1000, SHARED_DEFAULTS.retryAfterCapMs) : 0;
 }

@@ -112,8 +112,12 @@ export const PERMANENT_CODES: ReadonlySet<Code> = new Set(SHARED_DEFAULTS.perman
 
 const IDLE = SHARED_DEFAULTS.idleTimeout;
 
-/** The message of the Unauthenticated error that ends a stream at its token's expiry. */
-export const TOKEN_EXPIRED_MESSAGE = "token expired";
+/**
+ * The message of the Unauthenticated error that ends a stream at its token's
+ * expiry: the server's wording, shared with the Go client
+ * (clients/conformance/defaults.json, which a server test checks).
+ */
+export const TOKEN_EXPIRED_MESSAGE = SHARED_DEFAULTS.tokenExpiredMessage;
 
 /**
  * isTokenExpired reports whether err is the server's "token expired" end of a
