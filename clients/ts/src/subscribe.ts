@@ -381,6 +381,13 @@ export class Subscription implements AsyncIterable<StreamItem> {
         return;
       case "progress":
       case "serverStatus":
+        if (ev.case === "serverStatus" && res.seq === 0n) {
+          // A replica's status on a durable store: unpositioned
+          // (docs/protocol.md, "Stores"); it moves no cursor, whatever its
+          // epoch, and does not make the stream healthy.
+          this.#heartbeat(ev.value.limits?.heartbeatInterval);
+          return;
+        }
         if (this.#beyondBound(res)) {
           st.ended = true;
           return;
