@@ -1,5 +1,7 @@
-// Command gendefaults writes the clients' shared defaults — reconnect
-// backoff, idle timeout and which error codes are permanent — from
+// Command gendefaults writes the clients' shared rules — reconnect
+// backoff, the Retry-After cap, idle timeout, which error codes are
+// permanent, the server's "token expired" message, and how many attempts a
+// publish makes with what generated idempotency key — from
 // clients/conformance/defaults.json into clients/go/ringcast/defaults_gen.go and
 // clients/ts/src/defaults_gen.ts, so both clients read one definition.
 //
@@ -15,6 +17,7 @@ import (
 	"go/format"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -31,8 +34,19 @@ type Defaults struct {
 		GraceMs               int64 `json:"graceMs"`
 		UntilHeartbeatKnownMs int64 `json:"untilHeartbeatKnownMs"`
 	} `json:"idleTimeout"`
-	PermanentCodes []string `json:"permanentCodes"`
+	RetryAfterCapMs     int64    `json:"retryAfterCapMs"`
+	PermanentCodes      []string `json:"permanentCodes"`
+	TokenExpiredMessage string   `json:"tokenExpiredMessage"`
+	Publish             struct {
+		Attempts                  int64  `json:"attempts"`
+		IdempotencyKeyPrefix      string `json:"idempotencyKeyPrefix"`
+		IdempotencyKeyRandomBytes int64  `json:"idempotencyKeyRandomBytes"`
+	} `json:"publish"`
 }
+
+// maxIdempotencyKey is the longest idempotency key the API takes
+// (api/ringcast/v1/ringcast.proto, PublishRequest.idempotency_key).
+const maxIdempotencyKey = 128
 
 // The files, relative to the repository root.
 const (
@@ -83,6 +97,24 @@ func render(root string) (map[string][]byte, error) {
 	if d.IdleTimeout.HeartbeatMultiple < 1 || d.IdleTimeout.GraceMs < 0 || d.IdleTimeout.UntilHeartbeatKnownMs < 1 {
 		return nil, fmt.Errorf("%s: bad idleTimeout", source)
 	}
+	if d.RetryAfterCapMs < 1000 {
+		return nil, fmt.Errorf("%s: retryAfterCapMs wants at least 1000 (Retry-After counts seconds)", source)
+	}
+	if d.TokenExpiredMessage == "" {
+		return nil, fmt.Errorf("%s: tokenExpiredMessage is empty", source)
+	}
+	p := d.Publish
+	if p.Attempts < 1 {
+		return nil, fmt.Errorf("%s: publish.attempts wants at least 1", source)
+	}
+	if keyLen := int64(len(p.IdempotencyKeyPrefix)) + 2*p.IdempotencyKeyRandomBytes; p.IdempotencyKeyRandomBytes < 16 || keyLen > maxIdempotencyKey {
+		return nil, fmt.Errorf("%s: a generated idempotency key wants at least 16 random bytes and at most %d characters", source, maxIdempotencyKey)
+	}
+	for _, r := range p.IdempotencyKeyPrefix {
+		if r <= ' ' || r > '~' {
+			return nil, fmt.Errorf("%s: publish.idempotencyKeyPrefix wants printable ASCII without spaces", source)
+		}
+	}
 	var goCodes, tsCodes []string
 	for _, c := range d.PermanentCodes {
 		if !knownCodes[c] {
@@ -115,14 +147,31 @@ const (
 	idleHeartbeatMultiple   = %d
 	idleGrace               = %d * time.Millisecond
 	idleUntilHeartbeatKnown = %d * time.Millisecond
+
+	// retryAfterCap bounds the wait a resource_exhausted refusal's
+	// Retry-After can impose on a retry.
+	retryAfterCap = %d * time.Millisecond
+
+	// defaultPublishAttempts is how many requests Commit sends at most
+	// (WithAttempts changes it). A key Commit generates is
+	// idempotencyKeyPrefix and idempotencyKeyRandomBytes random bytes in
+	// lower-case hex.
+	defaultPublishAttempts    = %d
+	idempotencyKeyPrefix      = %s
+	idempotencyKeyRandomBytes = %d
 )
+
+// tokenExpiredMessage is the server's message of the unauthenticated error
+// that ends a stream (or refuses a call) because its token expired.
+const tokenExpiredMessage = %s
 
 // permanentCodes are the codes no reconnect can fix: a subscription ends
 // with them instead of retrying.
 var permanentCodes = []connect.Code{%s}
 `, header, b.MinMs, b.InitialMs, b.MaxMs, b.ResetMs,
 		d.IdleTimeout.HeartbeatMultiple, d.IdleTimeout.GraceMs, d.IdleTimeout.UntilHeartbeatKnownMs,
-		strings.Join(goCodes, ", "))
+		d.RetryAfterCapMs, p.Attempts, strconv.Quote(p.IdempotencyKeyPrefix), p.IdempotencyKeyRandomBytes,
+		strconv.Quote(d.TokenExpiredMessage), strings.Join(goCodes, ", "))
 	goSrc, err := format.Source(g.Bytes())
 	if err != nil {
 		return nil, err
@@ -137,14 +186,27 @@ export const SHARED_DEFAULTS = Object.freeze({
   idleTimeout: Object.freeze({ heartbeatMultiple: %d, graceMs: %d, untilHeartbeatKnownMs: %d }),
   /** The codes no reconnect can fix: a subscription ends with them instead of retrying. */
   permanentCodes: Object.freeze([%s] as const),
+  /** The longest wait a resource_exhausted refusal's Retry-After can impose on a retry. */
+  retryAfterCapMs: %d,
+  /** The server's message of the Unauthenticated error that ends a stream (or refuses a call) because its token expired. */
+  tokenExpiredMessage: %s,
+  /** publish(): how many requests at most, and a generated idempotency key: idempotencyKeyPrefix and idempotencyKeyRandomBytes random bytes in lower-case hex. */
+  publish: Object.freeze({ attempts: %d, idempotencyKeyPrefix: %s, idempotencyKeyRandomBytes: %d }),
 });
 `, header, b.MinMs, b.InitialMs, b.MaxMs, b.ResetMs,
 		d.IdleTimeout.HeartbeatMultiple, d.IdleTimeout.GraceMs, d.IdleTimeout.UntilHeartbeatKnownMs,
-		strings.Join(tsCodes, ", "))
+		strings.Join(tsCodes, ", "), d.RetryAfterCapMs, jsString(d.TokenExpiredMessage),
+		p.Attempts, jsString(p.IdempotencyKeyPrefix), p.IdempotencyKeyRandomBytes)
 	return map[string][]byte{
 		filepath.Join(root, goOut): goSrc,
 		filepath.Join(root, tsOut): []byte(ts),
 	}, nil
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
 }
 
 // camel turns permission_denied into PermissionDenied.

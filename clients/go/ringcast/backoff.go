@@ -10,7 +10,15 @@ import (
 // Initial·2ⁿ)]. A stream that moved the cursor (delivered a new position)
 // or lived for Reset is healthy: the next retry starts over at n = 0. Every
 // reconnect waits, healthy or not, so even a server that ends every stream
-// at once cannot drive a zero-delay loop: Min is raised to 1ms if unset.
+// at once cannot drive a zero-delay loop.
+//
+// WithBackoff settles the bounds as the TypeScript client does
+// (clients/conformance/backoff.json holds the cases both clients check): a
+// field that is zero or negative takes its default (DefaultBackoff's
+// values: 100ms, 250ms, 30s, 30s); Min, Initial and Max below 1ms count as
+// 1ms; Max caps Min and Initial, so no delay ever exceeds it; Min raises
+// Initial. So Backoff{Max: 80 * time.Millisecond} waits 80ms every time,
+// and Backoff{Min: time.Second} waits 1s at first.
 type Backoff struct {
 	Min     time.Duration
 	Initial time.Duration
@@ -40,23 +48,27 @@ func (b Backoff) Delay(attempt int) time.Duration {
 	return b.Min + rand.N(ceil-b.Min+1)
 }
 
-// WithBackoff replaces DefaultBackoff.
+// WithBackoff replaces DefaultBackoff (for subscriptions and Commit's
+// retries); its bounds are settled as the Backoff doc says.
 func WithBackoff(b Backoff) Option { return func(o *options) { o.backoff = b } }
 
-// normalized fills unset or inconsistent fields so that Delay is never zero
-// and Reset is meaningful.
+// normalized settles the bounds as the Backoff doc says, so that
+// 1ms <= Min <= Initial <= Max and Reset > 0.
 func (b Backoff) normalized() Backoff {
 	if b.Min <= 0 {
-		b.Min = time.Millisecond
+		b.Min = defaultBackoffMin
 	}
-	if b.Initial < b.Min {
-		b.Initial = b.Min
+	if b.Initial <= 0 {
+		b.Initial = defaultBackoffInitial
 	}
-	if b.Max < b.Initial {
-		b.Max = b.Initial
+	if b.Max <= 0 {
+		b.Max = defaultBackoffMax
 	}
 	if b.Reset <= 0 {
-		b.Reset = DefaultBackoff.Reset
+		b.Reset = defaultBackoffReset
 	}
+	b.Max = max(b.Max, time.Millisecond)
+	b.Min = min(max(b.Min, time.Millisecond), b.Max)
+	b.Initial = min(max(b.Initial, b.Min), b.Max)
 	return b
 }

@@ -22,9 +22,11 @@ type publishConfig struct {
 }
 
 // WithIdempotencyKey sets the commit's idempotency key (1..128 characters).
-// Without it Commit generates one, so its retries are safe either way; set
-// your own to make retries across process restarts safe too (e.g. derived
-// from the input being published).
+// Without it Commit generates one ("rc-" and 32 random hex digits), so its
+// retries are safe either way; set your own to make retries across process
+// restarts safe too (e.g. derived from the input being published). The
+// attempts and the generated key's form are shared with the TypeScript
+// client (clients/conformance/defaults.json).
 func WithIdempotencyKey(key string) PublishOption { return func(c *publishConfig) { c.key = key } }
 
 // WithAttempts bounds how many requests Commit sends (default 5; at least 1).
@@ -42,14 +44,14 @@ func WithAttempts(n int) PublishOption { return func(c *publishConfig) { c.attem
 // The server remembers a key for --dedupe-window (10 min by default):
 // retries, and the ctx deadline, must stay well inside it.
 func (c *Client) Commit(ctx context.Context, facts []*ringcastv1.Fact, opts ...PublishOption) (*ringcastv1.PublishResponse, error) {
-	cfg := publishConfig{attempts: 5}
+	cfg := publishConfig{attempts: defaultPublishAttempts}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.key == "" {
-		var b [16]byte
+		var b [idempotencyKeyRandomBytes]byte
 		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-		cfg.key = "rc-" + hex.EncodeToString(b[:])
+		cfg.key = idempotencyKeyPrefix + hex.EncodeToString(b[:])
 	}
 	commit := &ringcastv1.PublishRequest{Facts: facts, IdempotencyKey: cfg.key}
 	b := c.opts.backoff.normalized()

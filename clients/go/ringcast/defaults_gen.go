@@ -20,7 +20,23 @@ const (
 	idleHeartbeatMultiple   = 3
 	idleGrace               = 1000 * time.Millisecond
 	idleUntilHeartbeatKnown = 45000 * time.Millisecond
+
+	// retryAfterCap bounds the wait a resource_exhausted refusal's
+	// Retry-After can impose on a retry.
+	retryAfterCap = 300000 * time.Millisecond
+
+	// defaultPublishAttempts is how many requests Commit sends at most
+	// (WithAttempts changes it). A key Commit generates is
+	// idempotencyKeyPrefix and idempotencyKeyRandomBytes random bytes in
+	// lower-case hex.
+	defaultPublishAttempts    = 5
+	idempotencyKeyPrefix      = "rc-"
+	idempotencyKeyRandomBytes = 16
 )
+
+// tokenExpiredMessage is the server's message of the unauthenticated error
+// that ends a stream (or refuses a call) because its token expired.
+const tokenExpiredMessage = "token expired"
 
 // permanentCodes are the codes no reconnect can fix: a subscription ends
 // with them instead of retrying.

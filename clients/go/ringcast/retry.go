@@ -45,17 +45,20 @@ func Retryable(err error) bool {
 
 // TokenExpired reports whether err is the server's end of a stream (or
 // refusal of a call) because its token expired: code unauthenticated with
-// the message "token expired" (docs/security.md). A subscription reconnects
-// once with a fresh token after it; to anything else it is permanent.
+// the message "token expired" (docs/security.md; the wording is kept in
+// clients/conformance/defaults.json, which a server test checks). A
+// subscription reconnects once with a fresh token after it; to anything
+// else it is permanent.
 func TokenExpired(err error) bool {
 	var ce *connect.Error
-	return errors.As(err, &ce) && ce.Code() == connect.CodeUnauthenticated && ce.Message() == "token expired"
+	return errors.As(err, &ce) && ce.Code() == connect.CodeUnauthenticated && ce.Message() == tokenExpiredMessage
 }
 
 // retryAfter is the wait the server asked for with a resource_exhausted
 // refusal (a per-client limit: its Retry-After header, in seconds), or 0.
 // A retry then waits at least that long, whatever the backoff says, so a
-// client over a limit backs off instead of hammering the server.
+// client over a limit backs off instead of hammering the server. The wait
+// is capped at 5 minutes (retryAfterCap).
 func retryAfter(err error) time.Duration {
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted {
@@ -65,5 +68,5 @@ func retryAfter(err error) time.Duration {
 	if perr != nil || secs <= 0 {
 		return 0
 	}
-	return min(time.Duration(secs)*time.Second, 5*time.Minute)
+	return min(time.Duration(secs)*time.Second, retryAfterCap)
 }

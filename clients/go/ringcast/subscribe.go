@@ -558,7 +558,8 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 		}
 		if seq == 0 && msg.GetServerStatus() != nil {
 			// A replica's status on a durable store: unpositioned
-			// (docs/protocol.md, "Stores"); it moves no cursor.
+			// (docs/protocol.md, "Stores"); it moves no cursor, whatever
+			// its epoch, and does not make the stream healthy.
 			return endReconnect, nil // continue the stream
 		}
 		if s.beyondBound(epoch, seq) {

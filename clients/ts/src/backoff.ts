@@ -19,9 +19,9 @@ import { SHARED_DEFAULTS } from "./defaults_gen.js";
 export interface BackoffOptions {
   /** Ceiling of the first delay (default 250 ms). */
   initialMs?: number;
-  /** Cap of every delay (default 30 000 ms; values below 1 ms count as 1 ms). */
+  /** Cap of every delay (default 30 000 ms). */
   maxMs?: number;
-  /** Floor of every delay (default 100 ms; at least 1 ms, at most maxMs). */
+  /** Floor of every delay (default 100 ms). */
   minMs?: number;
   /** A stream open at least this long counts as healthy (default 30 000 ms). */
   resetMs?: number;
@@ -31,15 +31,19 @@ export interface BackoffOptions {
 export const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>> = SHARED_DEFAULTS.backoff;
 
 /**
- * resolveBackoff fills in defaults and orders the bounds. The cap wins: a
- * maxMs below initialMs (or minMs) lowers them to maxMs, so no delay ever
- * exceeds maxMs; every bound stays at least 1 ms.
+ * resolveBackoff settles the bounds, as the Go client does
+ * (clients/conformance/backoff.json holds the cases both clients check): a
+ * bound that is unset, zero, negative or not finite takes its default;
+ * minMs, initialMs and maxMs below 1 ms count as 1 ms; the cap wins: maxMs
+ * lowers minMs and initialMs, so no delay ever exceeds it; minMs raises
+ * initialMs. So `{ maxMs: 80 }` waits 80 ms every time, and
+ * `{ minMs: 1000 }` waits 1 s at first.
  */
 export function resolveBackoff(o: BackoffOptions = {}): Required<BackoffOptions> {
-  const maxMs = Math.max(1, finite(o.maxMs, DEFAULT_BACKOFF.maxMs));
-  const minMs = Math.min(maxMs, Math.max(1, finite(o.minMs, DEFAULT_BACKOFF.minMs)));
-  const initialMs = Math.min(maxMs, Math.max(minMs, finite(o.initialMs, DEFAULT_BACKOFF.initialMs)));
-  const resetMs = Math.max(0, finite(o.resetMs, DEFAULT_BACKOFF.resetMs));
+  const maxMs = Math.max(1, given(o.maxMs, DEFAULT_BACKOFF.maxMs));
+  const minMs = Math.min(maxMs, Math.max(1, given(o.minMs, DEFAULT_BACKOFF.minMs)));
+  const initialMs = Math.min(maxMs, Math.max(minMs, given(o.initialMs, DEFAULT_BACKOFF.initialMs)));
+  const resetMs = given(o.resetMs, DEFAULT_BACKOFF.resetMs);
   return { initialMs, maxMs, minMs, resetMs };
 }
 
@@ -49,8 +53,9 @@ export function backoffDelay(b: Required<BackoffOptions>, attempt: number, rando
   return b.minMs + random() * (ceiling - b.minMs);
 }
 
-function finite(v: number | undefined, d: number): number {
-  return typeof v === "number" && Number.isFinite(v) ? v : d;
+/** given is v when it is a positive finite number, else the default d. */
+function given(v: number | undefined, d: number): number {
+  return typeof v === "number" && Number.isFinite(v) && v > 0 ? v : d;
 }
 
 /** sleep resolves after ms, or rejects with the signal's reason on abort. */
@@ -76,10 +81,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * retryAfterMs is the wait the server asked for with a resource_exhausted
  * refusal (a per-client limit: its Retry-After header, in seconds), or 0.
  * A retry waits at least that long, whatever the backoff says, so a client
- * over a limit backs off instead of hammering the server.
+ * over a limit backs off instead of hammering the server. The wait is
+ * capped at 5 minutes (shared with the Go client: clients/conformance/defaults.json).
  */
 export function retryAfterMs(error: unknown): number {
   if (!(error instanceof ConnectError) || error.code !== Code.ResourceExhausted) return 0;
   const secs = Number.parseInt(error.metadata.get("retry-after") ?? "", 10);
-  return Number.isFinite(secs) && secs > 0 ? Math.min(secs * 1000, 300_000) : 0;
+  return Number.isFinite(secs) && secs > 0 ? Math.min(secs * 1000, SHARED_DEFAULTS.retryAfterCapMs) : 0;
 }

@@ -8,4 +8,10 @@ export const SHARED_DEFAULTS = Object.freeze({
   idleTimeout: Object.freeze({ heartbeatMultiple: 3, graceMs: 1000, untilHeartbeatKnownMs: 45000 }),
   /** The codes no reconnect can fix: a subscription ends with them instead of retrying. */
   permanentCodes: Object.freeze([Code.Unauthenticated, Code.PermissionDenied, Code.InvalidArgument, Code.FailedPrecondition, Code.OutOfRange, Code.NotFound, Code.AlreadyExists, Code.Unimplemented] as const),
+  /** The longest wait a resource_exhausted refusal's Retry-After can impose on a retry. */
+  retryAfterCapMs: 300000,
+  /** The server's message of the Unauthenticated error that ends a stream (or refuses a call) because its token expired. */
+  tokenExpiredMessage: "token expired",
+  /** publish(): how many requests at most, and a generated idempotency key: idempotencyKeyPrefix and idempotencyKeyRandomBytes random bytes in lower-case hex. */
+  publish: Object.freeze({ attempts: 5, idempotencyKeyPrefix: "rc-", idempotencyKeyRandomBytes: 16 }),
 });

@@ -4,7 +4,11 @@ import { Code, ConnectError, createClient, type CallOptions, type Transport } fr
 
 import { EventService, type PublishRequestSchema, type PublishResponse } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 import { backoffDelay, resolveBackoff, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
+import { SHARED_DEFAULTS } from "./defaults_gen.js";
 import { PERMANENT_CODES } from "./subscribe.js";
+
+/** How publish() retries and the keys it makes, shared with the Go client (clients/conformance/defaults.json). */
+const PUBLISH = SHARED_DEFAULTS.publish;
 
 /** CommitInit is one commit to publish: its facts and an optional idempotency key. */
 export type CommitInit = MessageInitShape<typeof PublishRequestSchema>;
@@ -26,8 +30,8 @@ export async function publishBatch(transport: Transport, commits: CommitInit[], 
 export interface PublishOptions {
   /**
    * The commit's idempotency key (1..128 characters). Default: a random key
-   * made once per call, so the call's own retries are safe; pass your own
-   * to make retries across restarts safe too.
+   * ("rc-" and 32 hex digits) made once per call, so the call's own retries
+   * are safe; pass your own to make retries across restarts safe too.
    */
   idempotencyKey?: string;
   /** How many requests at most (default 5, at least 1). */
@@ -52,7 +56,7 @@ export interface PublishOptions {
  */
 export async function publish(transport: Transport, facts: CommitInit["facts"], options: PublishOptions = {}): Promise<PublishResponse> {
   const key = options.idempotencyKey ?? randomKey();
-  const attempts = Math.max(1, Math.floor(options.attempts ?? 5));
+  const attempts = Math.max(1, Math.floor(options.attempts ?? PUBLISH.attempts));
   const backoff = resolveBackoff(options.backoff);
   let last: ConnectError | undefined;
   for (let attempt = 0; attempt < attempts; attempt++) {
@@ -78,9 +82,9 @@ export async function publish(transport: Transport, facts: CommitInit["facts"], 
   throw last!;
 }
 
-/** randomKey is a 128-bit random idempotency key ("rc-" and 32 hex digits). */
+/** randomKey is a random idempotency key: "rc-" and 32 hex digits (128 bits), as the Go client makes them. */
 function randomKey(): string {
-  const b = new Uint8Array(16);
+  const b = new Uint8Array(PUBLISH.idempotencyKeyRandomBytes);
   globalThis.crypto.getRandomValues(b);
-  return "rc-" + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return PUBLISH.idempotencyKeyPrefix + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }

@@ -113,8 +113,12 @@ export const PERMANENT_CODES: ReadonlySet<Code> = new Set(SHARED_DEFAULTS.perman
 
 const IDLE = SHARED_DEFAULTS.idleTimeout;
 
-/** The message of the Unauthenticated error that ends a stream at its token's expiry. */
-export const TOKEN_EXPIRED_MESSAGE = "token expired";
+/**
+ * The message of the Unauthenticated error that ends a stream at its token's
+ * expiry: the server's wording, shared with the Go client
+ * (clients/conformance/defaults.json, which a server test checks).
+ */
+export const TOKEN_EXPIRED_MESSAGE = SHARED_DEFAULTS.tokenExpiredMessage;
 
 /**
  * isTokenExpired reports whether err is the server's "token expired" end of a
@@ -378,6 +382,13 @@ export class Subscription implements AsyncIterable<StreamItem> {
         return;
       case "progress":
       case "serverStatus":
+        if (ev.case === "serverStatus" && res.seq === 0n) {
+          // A replica's status on a durable store: unpositioned
+          // (docs/protocol.md, "Stores"); it moves no cursor, whatever its
+          // epoch, and does not make the stream healthy.
+          this.#heartbeat(ev.value.limits?.heartbeatInterval);
+          return;
+        }
         if (this.#beyondBound(res)) {
           st.ended = true;
           return;

@@ -1,6 +1,8 @@
 // The shared client spec: every vector in clients/conformance/vectors runs
-// through a scripted server (an in-process Connect router). The Go client
-// runs the same files (clients/go/conformance_test.go).
+// through a scripted server (an in-process Connect router), and every case
+// of clients/conformance/backoff.json through resolveBackoff. The Go client
+// runs the same files (server/internal/e2e/goclient/conformance_test.go,
+// clients/go/ringcast/backoff_shared_test.go).
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -17,7 +19,7 @@ import {
   type SubscribeEventsRequest,
   type SubscribeEventsResponse,
 } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
-import { subscribe, type StreamItem, type SubscribeOptions } from "../src/index.js";
+import { resolveBackoff, subscribe, type BackoffOptions, type StreamItem, type SubscribeOptions } from "../src/index.js";
 import { repoRoot, withTimeout } from "./harness.js";
 
 interface Vector {
@@ -185,5 +187,15 @@ describe("conformance vectors (clients/conformance)", () => {
         assert.deepEqual(requestJson(again.next), v.expect.nextRequest, "request from the persisted cursor");
       }
     });
+  }
+});
+
+describe("backoff bounds (clients/conformance/backoff.json)", () => {
+  const file = JSON.parse(readFileSync(join(repoRoot, "clients/conformance/backoff.json"), "utf8")) as {
+    cases: { name: string; given: BackoffOptions; want: Required<BackoffOptions> }[];
+  };
+  it("has cases", () => assert.ok(file.cases.length > 0));
+  for (const c of file.cases) {
+    it(c.name, () => assert.deepEqual(resolveBackoff(c.given), c.want));
   }
 });

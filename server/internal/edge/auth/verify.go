@@ -51,7 +51,9 @@ func (e *Error) Error() string { return e.msg }
 // Unwrap returns the underlying verification error.
 func (e *Error) Unwrap() error { return e.cause }
 
-// Messages sent to clients for each outcome.
+// Messages sent to clients for each outcome. The clients recognise
+// MsgExpired by its wording (reconnect with a fresh token): it must equal
+// tokenExpiredMessage in clients/conformance/defaults.json (a test checks).
 const (
 	MsgMissing = "token required"
 	MsgInvalid = "token invalid"
