@@ -4,10 +4,13 @@
 // negative value means none (no bound, disabled).
 //
 // The packages that take a setting fill a zero field from its row (Or):
-// the hub, package limit, the store and package app read their defaults
-// here and own none. serve checks its flags against the rows and shows
+// the hub, package limit, the store and package app read these defaults
+// here and write none of them down again (a default derived from another
+// setting or the host, DefaultIs, is computed where it is used). serve
+// checks its flags against the rows and shows
 // them in its help (server/cmd/ringcast/bounds.go); docs/limits.md, "Flag
-// bounds", lists them, and a test checks that it does.
+// bounds", lists them, and a test checks that it does. The table is read
+// only: nothing assigns to its rows.
 package settings
 
 import "time"
