@@ -8,14 +8,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
 // bound is what one numeric or duration flag of serve accepts: a value
 // from min to max (inclusive; a duration's in nanoseconds), 0 when it means
 // the flag's default, and any negative value when it means "none" (no
 // bound, disabled). NaN and ±Inf are never accepted. The default is the
-// flag's own (its flag.Flag's DefValue); TestServeFlagBounds checks it
-// is accepted.
+// flag's own (its flag.Flag's DefValue, the setting's default);
+// TestServeFlagBounds checks it is accepted.
 type bound struct {
 	name         string
 	min, max     float64
@@ -24,44 +26,18 @@ type bound struct {
 }
 
 // serveBounds has one row per numeric and duration flag of serve (a flag
-// without one fails TestServeFlagBounds). To add a flag, add its row: the
-// values it accepts, in its own unit (a count, bytes, per second, or a
-// time.Duration). docs/limits.md, "Flag bounds", lists the same.
-var serveBounds = []bound{
-	{name: "window", min: 1, max: 1 << 24},
-	{name: "heartbeat", min: d(100 * time.Millisecond), max: d(time.Hour), zeroDefault: true},
-	{name: "coalesce", min: 0, max: d(time.Second)},
-	{name: "lease", min: d(time.Second), max: d(7 * 24 * time.Hour), zeroDefault: true, negativeNone: true},
-	{name: "write-timeout", min: d(10 * time.Millisecond), max: d(time.Hour), zeroDefault: true},
-	{name: "state-keys", min: 1, max: 1 << 24},
-	{name: "dedupe-window", min: d(time.Second), max: d(24 * time.Hour), zeroDefault: true},
-	{name: "dedupe-keys", min: 1, max: 1 << 24},
-	{name: "dedupe-keys-per-client", min: 1, max: 1 << 24, zeroDefault: true, negativeNone: true},
-	{name: "max-request-bytes", min: 1 << 10, max: 1 << 30},
-	{name: "max-fact-bytes", min: 1 << 10, max: 1 << 30},
-	{name: "max-data-depth", min: 1, max: 100},
-	{name: "max-ring-bytes", min: 1 << 20, max: 1 << 40},
-	{name: "max-state-bytes", min: 1 << 20, max: 1 << 40},
-	{name: "max-streams-per-client", min: 1, max: 1 << 20, negativeNone: true},
-	{name: "publish-rate", min: 0.001, max: 1e7, negativeNone: true},
-	{name: "publish-burst", min: 1, max: 1 << 24},
-	{name: "publish-byte-rate", min: 1, max: 1 << 40, negativeNone: true},
-	{name: "publish-byte-burst", min: 1 << 10, max: 1 << 40},
-	{name: "max-conns", min: 16, max: 1 << 24, negativeNone: true},
-	{name: "max-conns-per-client", min: 1, max: 1 << 24, zeroDefault: true, negativeNone: true},
-	{name: "idle-timeout", min: d(time.Second), max: d(24 * time.Hour), zeroDefault: true},
-	{name: "read-timeout", min: d(100 * time.Millisecond), max: d(time.Hour), zeroDefault: true},
-	{name: "max-h2-streams", min: 1, max: 1 << 20},
-	{name: "max-h2-resets", min: 1, max: 1 << 20, negativeNone: true},
-	{name: "h2-reset-penalty", min: d(time.Second), max: d(10 * time.Minute), zeroDefault: true, negativeNone: true},
-	{name: "demo-interval", min: d(10 * time.Millisecond), max: d(time.Hour), zeroDefault: true},
-	{name: "shutdown-delay", min: 0, max: d(time.Hour)},
-	{name: "shutdown-grace", min: d(10 * time.Millisecond), max: d(time.Hour), zeroDefault: true},
-	{name: "nats-replicas", min: 1, max: 3, zeroDefault: true},
-	{name: "nats-max-bytes", min: 1 << 10, max: 1 << 50, zeroDefault: true},
-	{name: "nats-max-age", min: d(time.Second), max: d(10 * 365 * 24 * time.Hour), zeroDefault: true},
-	{name: "nats-max-msgs", min: 1, max: 1 << 50, zeroDefault: true},
-	{name: "state-rebuild", min: 1, max: 1 << 24},
+// without one fails TestServeFlagBounds): package settings' table, the one
+// owner of each setting's default and bounds. To add a flag, add its
+// setting there. docs/limits.md, "Flag bounds", lists the same.
+var serveBounds = boundsOf(settings.All)
+
+// boundsOf is the bounds of the settings rows.
+func boundsOf(rows []settings.Row) []bound {
+	out := make([]bound, len(rows))
+	for i, r := range rows {
+		out[i] = bound{name: r.Name, min: r.Min, max: r.Max, zeroDefault: r.ZeroDefault, negativeNone: r.NegativeNone}
+	}
+	return out
 }
 
 // d is a duration as a bound.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringcast/ringcast/server/internal/app"
+	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
 // serveFlagSet is serve's flag set with its defaults.
@@ -207,6 +208,73 @@ func TestBadValuesNameTheFlagAndWhatItTakes(t *testing.T) {
 		}
 		if tc.env[0] != "" {
 			os.Unsetenv(tc.env[0])
+		}
+	}
+}
+
+// TestFlagDefaultsAreTheSettings: each numeric and duration flag of serve
+// starts at its setting's default (package settings, the one table); a
+// default described rather than given (DefaultIs) is 0 on the flag when 0
+// means the default.
+func TestFlagDefaultsAreTheSettings(t *testing.T) {
+	fs := serveFlagSet()
+	for _, r := range settings.All {
+		v, _, ok := flagNumber(fs.Lookup(r.Name))
+		switch {
+		case !ok:
+			t.Errorf("--%s: not a numeric flag of serve", r.Name)
+		case r.DefaultIs == "" && v != r.Default:
+			t.Errorf("--%s: default %v, the setting's %v", r.Name, v, r.Default)
+		case r.DefaultIs != "" && r.ZeroDefault && v != 0:
+			t.Errorf("--%s: default %v, want 0 (%s)", r.Name, v, r.DefaultIs)
+		}
+	}
+}
+
+// TestSettingsAreDocumented: docs/limits.md's "Flag bounds" gives each
+// setting's default, min and max, and says which take 0 and negative
+// values, as package settings has them.
+func TestSettingsAreDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/limits.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Flag bounds")
+	section, _, _ = strings.Cut(section, "\n## ")
+	cells := map[string][]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if c := strings.Split(line, " | "); len(c) == 6 && strings.HasPrefix(c[0], "| `--") {
+			cells[strings.Trim(c[0], "|` -")] = c[1:]
+		}
+	}
+	// value is how the table writes v: as the flag takes it, 0 as "0",
+	// followed by nothing or a space and a note.
+	value := func(cell string, v float64, isDuration bool) bool {
+		s := "0"
+		if v != 0 {
+			s = formatBound(v, isDuration)
+		}
+		return cell == s || strings.HasPrefix(cell, s+" ")
+	}
+	for _, r := range settings.All {
+		c, ok := cells[r.Name]
+		if !ok {
+			t.Errorf("docs/limits.md, Flag bounds: no row for --%s", r.Name)
+			continue
+		}
+		def, zero, negative := c[0], c[3], strings.TrimSuffix(c[4], " |")
+		if r.DefaultIs != "" && !strings.Contains(strings.ReplaceAll(def, "`", ""), r.DefaultIs) ||
+			r.DefaultIs == "" && !value(def, r.Default, r.Duration) {
+			t.Errorf("docs/limits.md, --%s: default %q; the setting's is %s %q", r.Name, def, formatBound(r.Default, r.Duration), r.DefaultIs)
+		}
+		if !value(c[1], r.Min, r.Duration) || !value(c[2], r.Max, r.Duration) {
+			t.Errorf("docs/limits.md, --%s: min %q, max %q; the setting's are %s and %s", r.Name, c[1], c[2], formatBound(r.Min, r.Duration), formatBound(r.Max, r.Duration))
+		}
+		if (zero == "refused") != !(r.ZeroDefault || r.Min <= 0) {
+			t.Errorf("docs/limits.md, --%s: 0 %q; the setting takes 0: %v", r.Name, zero, r.ZeroDefault || r.Min <= 0)
+		}
+		if (negative == "refused") != !r.NegativeNone {
+			t.Errorf("docs/limits.md, --%s: negative %q; the setting takes negative values: %v", r.Name, negative, r.NegativeNone)
 		}
 	}
 }

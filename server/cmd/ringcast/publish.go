@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
 )
 
 const publishSynopsis = `publish [flags] [FACT…]
@@ -36,7 +37,7 @@ func publishCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	cf.register(fs)
 	key := fs.String("idempotency-key", "", "make the publish safe to retry: a repeat within the dedupe window returns the original receipt")
 	lines := fs.Bool("lines", false, "read one commit per stdin line and publish them in batches (PublishBatch)")
-	batch := fs.Int("batch", 256, "with --lines: most commits per request (1..1024)")
+	batch := fs.Int("batch", 256, fmt.Sprintf("with --lines: most commits per request (1..%d)", hub.MaxCommitsPerBatch))
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -44,8 +45,8 @@ func publishCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if fs.NArg() > 0 || *key != "" {
 			return errors.New("--lines reads commits from stdin: no FACT arguments or --idempotency-key (put idempotencyKey in a line)")
 		}
-		if *batch < 1 || *batch > maxBatchCommits {
-			return fmt.Errorf("--batch %d: want 1..%d", *batch, maxBatchCommits)
+		if *batch < 1 || *batch > hub.MaxCommitsPerBatch {
+			return fmt.Errorf("--batch %d: want 1..%d", *batch, hub.MaxCommitsPerBatch)
 		}
 		c, err := cf.client()
 		if err != nil {

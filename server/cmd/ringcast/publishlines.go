@@ -14,9 +14,6 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
-// maxBatchCommits is PublishBatchRequest's limit on commits per request.
-const maxBatchCommits = 1024
-
 // maxLineBytes bounds one stdin line of `publish --lines`.
 const maxLineBytes = 16 << 20
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ringcast/ringcast/server/internal/app"
+	"github.com/ringcast/ringcast/server/internal/settings"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
 )
 
@@ -25,8 +26,9 @@ type serveOpts struct {
 	logLevel, logFormat          *string
 }
 
-// newServeFlags defines serve's flags on cfg (its values the defaults),
-// with the bounds of each numeric one in its help (serveBounds).
+// newServeFlags defines serve's flags on cfg (its values the defaults, read
+// from package settings by app.Defaults), with the bounds of each numeric
+// one in its help (serveBounds).
 func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts) {
 	fs := newFlagSet("serve", "serve [flags]", stderr)
 	o := &serveOpts{}
@@ -51,7 +53,7 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.Int64Var(&cfg.Edge.PublishByteRate, "publish-byte-rate", cfg.Edge.PublishByteRate, "bytes per second one client may publish on average (its Publish and PublishBatch requests' protobuf size; token bucket; negative: no bound)")
 	fs.Int64Var(&cfg.Edge.PublishByteBurst, "publish-byte-burst", cfg.Edge.PublishByteBurst, "bytes one client may publish at once (the byte bucket's size)")
 	fs.IntVar(&cfg.Edge.MaxConns, "max-conns", cfg.Edge.MaxConns, "connections held at once; more are closed on accept (default: 80% of the open-file limit; negative: no bound)")
-	fs.IntVar(&cfg.Edge.MaxConnsPerClient, "max-conns-per-client", 0, "connections one client (remote IP; IPv6: its /64) may hold at once; more are closed on accept (default: a quarter of --max-conns; negative: no bound)")
+	fs.IntVar(&cfg.Edge.MaxConnsPerClient, "max-conns-per-client", settings.MaxConnsPerClient.Default, "connections one client (remote IP; IPv6: its /64) may hold at once; more are closed on accept (default: a quarter of --max-conns; negative: no bound)")
 	fs.DurationVar(&cfg.Edge.IdleTimeout, "idle-timeout", cfg.Edge.IdleTimeout, "close a connection with no request in flight (HTTP/1.1 keep-alive, HTTP/2 with no stream) after this long")
 	fs.DurationVar(&cfg.Edge.ReadTimeout, "read-timeout", cfg.Edge.ReadTimeout, "longest time to read a request body, on every path (a unary call's message, a stream's request); a response begun before the body was read closes its HTTP/1.1 connection")
 	fs.IntVar(&cfg.Edge.MaxConcurrentStreams, "max-h2-streams", cfg.Edge.MaxConcurrentStreams, "streams one HTTP/2 connection may have open at once")
@@ -76,10 +78,10 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.Var((*stringList)(&cfg.Store.NATSURLs), "nats-url", "NATS URL for --store jetstream (repeatable or a comma list; nats://user:pass@host:4222 for credentials in the URL)")
 	fs.StringVar(&cfg.Store.NATSCreds, "nats-creds", "", "NATS credentials file (--store jetstream)")
 	fs.StringVar(&cfg.Store.NATSStream, "nats-stream", natslog.DefaultStream, "JetStream stream name; created if absent with the limits below, used as is if present")
-	fs.IntVar(&cfg.Store.NATSReplicas, "nats-replicas", natslog.DefaultReplicas, "replicas of a stream ringcast creates: 1 or 3")
-	fs.Int64Var(&cfg.Store.NATSMaxBytes, "nats-max-bytes", 0, "size limit of a stream ringcast creates, in bytes (0: none); the oldest commits go first")
-	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", 0, "age limit of a stream ringcast creates (0: none)")
-	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", 0, "commit count limit of a stream ringcast creates (0: none)")
+	fs.IntVar(&cfg.Store.NATSReplicas, "nats-replicas", settings.NATSReplicas.Default, "replicas of a stream ringcast creates: 1 or 3")
+	fs.Int64Var(&cfg.Store.NATSMaxBytes, "nats-max-bytes", settings.NATSMaxBytes.Default, "size limit of a stream ringcast creates, in bytes (0: none); the oldest commits go first")
+	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", settings.NATSMaxAge.Default, "age limit of a stream ringcast creates (0: none)")
+	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", settings.NATSMaxMsgs.Default, "commit count limit of a stream ringcast creates (0: none)")
 	fs.BoolVar(&cfg.Store.Recover, "store-recover", false, "serve a damaged stream (acknowledged commits lost, holes, oldest commits gone without its limits discarding them, commits whose bytes changed) under a NEW epoch, every consumer resyncing, instead of refusing to start (--store embedded or jetstream)")
 	fs.IntVar(&cfg.Rebuild, "state-rebuild", cfg.Rebuild, "with a durable store, the newest commits read at start to rebuild the ring and the LATEST_PER_KEY table")
 	fs.Var(&o.allowedHosts, "allowed-host", "a Host name to answer besides loopback names (repeatable), on --addr with --auth none on loopback and always on --metrics-addr and --pprof-addr (which also answer to IP addresses); others get 403")

@@ -23,30 +23,35 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/face/rpc"
+	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/ops/buildinfo"
 	"github.com/ringcast/ringcast/server/internal/ops/console"
 	"github.com/ringcast/ringcast/server/internal/ops/demo"
-	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/limit"
 	"github.com/ringcast/ringcast/server/internal/ops/metrics"
-	"github.com/ringcast/ringcast/server/internal/face/rpc"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/settings"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is the server's whole configuration: the hub's (embedded; its
 // fields document their defaults) and the server's own. Zero fields take
 // their defaults, applied once, when New builds the server; Defaults returns
-// them for flags to start from. Demo and Coalesce are the two fields whose
-// zero value (no demo feed, no coalescing) is not their flag's default.
+// them for flags to start from. A numeric field's default is its row of
+// package settings, the one table of the server's defaults and bounds.
+// Demo and Coalesce are the two fields whose zero value (no demo feed, no
+// coalescing) is not their flag's default.
 type Config struct {
 	hub.Config // ring, stream timings, tables, MaxRequestBytes, Version, Logger; Observer is the server's metrics
 
 	// Addr is the listen address. Default 127.0.0.1:8080.
 	Addr string
-	// WriteTimeout cuts a stream whose write is blocked this long. Default 10s.
+	// WriteTimeout cuts a stream whose write is blocked this long.
+	// Default: settings.WriteTimeout.
 	WriteTimeout time.Duration
-	// Demo publishes the embedded demo feed every DemoInterval (default 1s).
+	// Demo publishes the embedded demo feed every DemoInterval (default
+	// settings.DemoInterval).
 	Demo         bool
 	DemoInterval time.Duration
 	// TLSCert and TLSKey (PEM files) serve HTTPS with HTTP/2; empty: plaintext.
@@ -56,15 +61,15 @@ type Config struct {
 	// serving everything (the listener open, new connections and streams
 	// accepted, /healthz 200) while it reports not ready (/readyz 503,
 	// gRPC health NOT_SERVING), before it drains: time for load balancers
-	// to see it leave and send new clients elsewhere. Default 0: drain at
-	// once.
+	// to see it leave and send new clients elsewhere. 0: drain at once
+	// (settings.ShutdownDelay's default).
 	ShutdownDelay time.Duration
 	// EndDelay, when it closes or receives, ends the shutdown delay at
 	// once (serve: a second SIGTERM or interrupt). Nil: the delay runs
 	// its course.
 	EndDelay <-chan struct{}
 	// ShutdownGrace is how long shutdown waits for streams after DRAINING.
-	// Default 5s.
+	// Default: settings.ShutdownGrace.
 	ShutdownGrace time.Duration
 	// ParkSSE lets idle SSE streams over HTTP/1.x wait without a goroutine
 	// (docs/sse.md, "Parked streams"). Default off.
@@ -109,9 +114,9 @@ type Config struct {
 }
 
 // Defaults returns the documented defaults: those of a zero Config, with
-// the demo feed on and live wake-ups coalesced for 1ms.
+// the demo feed on and live wake-ups coalesced (settings.Coalesce).
 func Defaults() Config {
-	return Config{Config: hub.Config{Coalesce: time.Millisecond}, Demo: true}.withDefaults()
+	return Config{Config: hub.Config{Coalesce: settings.Coalesce.Default}, Demo: true}.withDefaults()
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -123,15 +128,9 @@ func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
 	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 10 * time.Second
-	}
-	if c.DemoInterval == 0 {
-		c.DemoInterval = time.Second
-	}
-	if c.ShutdownGrace == 0 {
-		c.ShutdownGrace = 5 * time.Second
-	}
+	c.WriteTimeout = settings.WriteTimeout.Or(c.WriteTimeout)
+	c.DemoInterval = settings.DemoInterval.Or(c.DemoInterval)
+	c.ShutdownGrace = settings.ShutdownGrace.Or(c.ShutdownGrace)
 	if c.Auth == "" {
 		c.Auth = AuthNone
 	}
@@ -144,8 +143,8 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	errs := []error{c.Config.Validate()}
-	if c.WriteTimeout < 10*time.Millisecond {
-		errs = append(errs, errors.New("write-timeout must be at least 10ms"))
+	if c.WriteTimeout < settings.WriteTimeout.Min {
+		errs = append(errs, fmt.Errorf("write-timeout must be at least %v", settings.WriteTimeout.Min))
 	}
 	if c.Demo && c.DemoInterval <= 0 {
 		errs = append(errs, errors.New("demo-interval must be positive"))

@@ -14,24 +14,27 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
 // Edge bounds what clients may take of the server at its edge: per-client
 // streams and publish rate (package limit), connections, and how long a
 // connection may idle or a request body may take (docs/limits.md). Zero
-// fields take the defaults documented on them.
+// fields take their defaults: the rows of package settings named on them.
 type Edge struct {
 	// MaxStreamsPerClient bounds one client's open streams (Connect,
-	// gRPC, gRPC-Web and SSE together). Default 64; negative: no bound.
+	// gRPC, gRPC-Web and SSE together). Default settings.MaxStreamsPerClient;
+	// negative: no bound.
 	MaxStreamsPerClient int
 	// PublishRate and PublishBurst are one client's token bucket of
-	// commits. Defaults 2,000/s and 4,000; a negative rate: no bound.
+	// commits. Defaults settings.PublishRate and PublishBurst; a negative
+	// rate: no bound.
 	PublishRate  float64
 	PublishBurst int
 	// PublishByteRate and PublishByteBurst are one client's token bucket
 	// of bytes published (the protobuf size of its Publish and
-	// PublishBatch requests). Defaults 1 MiB/s and 4 MiB; a negative rate:
-	// no bound.
+	// PublishBatch requests). Defaults settings.PublishByteRate and
+	// PublishByteBurst; a negative rate: no bound.
 	PublishByteRate  int64
 	PublishByteBurst int64
 	// MaxConns bounds the connections held at once. Default 80% of the
@@ -44,26 +47,26 @@ type Edge struct {
 	MaxConnsPerClient int
 	// IdleTimeout closes a connection with no request in flight (HTTP/1.1
 	// keep-alive, HTTP/2 with no open stream, an h2c connection that sent
-	// only its preface). Default 2m.
+	// only its preface). Default settings.IdleTimeout.
 	IdleTimeout time.Duration
 	// ReadTimeout bounds reading a request body (a unary call's message,
-	// or a stream's one request message). Default 30s.
+	// or a stream's one request message). Default settings.ReadTimeout.
 	ReadTimeout time.Duration
 	// MaxConcurrentStreams bounds the streams one HTTP/2 connection may
-	// have open. Default 250.
+	// have open. Default settings.MaxH2Streams.
 	MaxConcurrentStreams int
 	// MaxH2Resets bounds the stream resets on one HTTP/2 connection (h2c
 	// or TLS) per second, in a bucket of as many: RST_STREAM frames the
 	// client sends and those the server sends in answer to the client's
 	// frames. Past it the connection gets GOAWAY (ENHANCE_YOUR_CALM); a
 	// client cut again within a minute is refused new connections for
-	// H2ResetPenalty. Default 200; negative: no bound.
+	// H2ResetPenalty. Default settings.MaxH2Resets; negative: no bound.
 	MaxH2Resets int
 	// H2ResetPenalty is how long a client cut for rapid reset twice
 	// within a minute is refused new connections (everyone behind its IP,
 	// or its IPv6 /64): the first is held unserved, others are closed on
-	// accept. A first cut costs only the connection. Default 10s;
-	// negative: none.
+	// accept. A first cut costs only the connection. Default
+	// settings.H2ResetPenalty; negative: none.
 	H2ResetPenalty time.Duration
 }
 
@@ -82,21 +85,11 @@ func (e Edge) withDefaults() Edge {
 			e.MaxConnsPerClient = max(1, e.MaxConns/4)
 		}
 	}
-	if e.IdleTimeout == 0 {
-		e.IdleTimeout = 2 * time.Minute
-	}
-	if e.ReadTimeout == 0 {
-		e.ReadTimeout = 30 * time.Second
-	}
-	if e.MaxConcurrentStreams == 0 {
-		e.MaxConcurrentStreams = 250
-	}
-	if e.MaxH2Resets == 0 {
-		e.MaxH2Resets = 200
-	}
-	if e.H2ResetPenalty == 0 {
-		e.H2ResetPenalty = 10 * time.Second
-	}
+	e.IdleTimeout = settings.IdleTimeout.Or(e.IdleTimeout)
+	e.ReadTimeout = settings.ReadTimeout.Or(e.ReadTimeout)
+	e.MaxConcurrentStreams = settings.MaxH2Streams.Or(e.MaxConcurrentStreams)
+	e.MaxH2Resets = settings.MaxH2Resets.Or(e.MaxH2Resets)
+	e.H2ResetPenalty = settings.H2ResetPenalty.Or(e.H2ResetPenalty)
 	return e
 }
 

@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
 // ErrDraining is returned by Publish once the hub is draining or closed.
@@ -43,38 +45,43 @@ var ErrDedupeFull = errors.New("hub: every remembered idempotency key is still i
 // refused as it is and must be split.
 var ErrTooManyKeys = errors.New("hub: too many new idempotency keys in one batch")
 
-// Config configures a Hub. Zero fields take the defaults documented on
-// them, applied once by WithDefaults (package app embeds Config, so these
-// are also the server's defaults).
+// Config configures a Hub. Zero fields take their defaults, applied once
+// by WithDefaults: a numeric field's is its row of package settings (named
+// on the field), the one table of the server's defaults and bounds.
 type Config struct {
-	// Window is W, the number of positioned events retained. Default 1024.
+	// Window is W, the number of positioned events retained. Default:
+	// settings.Window.
 	Window int
 	// Heartbeat is the idle interval after which a stream receives a
-	// Heartbeat (or a pending Progress). Default 15s.
+	// Heartbeat (or a pending Progress). Default: settings.Heartbeat.
 	Heartbeat time.Duration
 	// Lease is the longest a stream lives before it ends (OK), jittered by
-	// ±LeaseJitter. Default 30m. Negative disables leases.
+	// ±LeaseJitter. Default: settings.Lease. Negative disables leases.
 	Lease time.Duration
 	// LeaseJitter is the relative lease jitter. Default 0.1 (±10%).
 	LeaseJitter float64
 	// MaxRingBytes bounds the ring's bytes (events' protobuf size plus
 	// their cached encodings): past it the oldest events are dropped even
-	// when fewer than Window are held. Default 256 MiB.
+	// when fewer than Window are held. Default: settings.MaxRingBytes.
 	MaxRingBytes int64
-	// StateKeys bounds the latest-per-key table. Default 65,536.
+	// StateKeys bounds the latest-per-key table. Default:
+	// settings.StateKeys.
 	StateKeys int
 	// MaxStateBytes bounds the bytes of the facts the latest-per-key table
-	// holds (their protobuf size). Default 64 MiB.
+	// holds (their protobuf size). Default: settings.MaxStateBytes.
 	MaxStateBytes int64
 	// MaxFactBytes is the largest fact Publish accepts (its protobuf
-	// size). Default 64 KiB.
+	// size). Default: settings.MaxFactBytes.
 	MaxFactBytes int
 	// MaxDataDepth is the deepest nesting of objects and arrays Publish
-	// accepts in a fact's data (the data object is level 1). Default 32.
+	// accepts in a fact's data (the data object is level 1).
+	// Default: settings.MaxDataDepth.
 	MaxDataDepth int
-	// DedupeWindow is how long an idempotency key is remembered. Default 10m.
+	// DedupeWindow is how long an idempotency key is remembered.
+	// Default: settings.DedupeWindow.
 	DedupeWindow time.Duration
-	// DedupeKeys bounds the remembered idempotency keys. Default 65,536.
+	// DedupeKeys bounds the remembered idempotency keys. Default:
+	// settings.DedupeKeys.
 	DedupeKeys int
 	// DedupeKeysPerClient bounds the remembered idempotency keys of one
 	// client (the publishing context's, see ContextWithClient), so that
@@ -89,10 +96,10 @@ type Config struct {
 	// (streams still writing, or the CPUs saturated) is the next wake-up
 	// held, up to Coalesce after the previous one (up to MaxHold under
 	// sustained overload: see notify.go).
-	// 0: always wake at once.
+	// 0: always wake at once (serve's default is settings.Coalesce).
 	Coalesce time.Duration
 	// MaxRequestBytes bounds every request message; the RPC edge enforces
-	// it and ServerStatus advertises it. Default 4 MiB. The other request
+	// it and ServerStatus advertises it. Default: settings.MaxRequestBytes. The other request
 	// limits ServerStatus advertises are the proto's validation rules
 	// (see limits.go).
 	MaxRequestBytes int
@@ -102,8 +109,8 @@ type Config struct {
 	// the ring is the log.
 	Log Log
 	// Rebuild bounds how many of a Log's newest commits the hub reads at
-	// start to fill the ring and the latest-per-key table. Default 100,000
-	// (never less than Window).
+	// start to fill the ring and the latest-per-key table. Default:
+	// settings.StateRebuild (never less than Window).
 	Rebuild int
 	// Observer receives counts for metrics. Default: none.
 	Observer Observer
@@ -111,46 +118,25 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// WithDefaults returns c with every zero field set to its default.
+// WithDefaults returns c with every zero field set to its default (the
+// numeric ones are package settings').
 func (c Config) WithDefaults() Config {
-	if c.Window == 0 {
-		c.Window = 1024
-	}
-	if c.Heartbeat == 0 {
-		c.Heartbeat = 15 * time.Second
-	}
-	if c.Lease == 0 {
-		c.Lease = 30 * time.Minute
-	}
+	c.Window = settings.Window.Or(c.Window)
+	c.Heartbeat = settings.Heartbeat.Or(c.Heartbeat)
+	c.Lease = settings.Lease.Or(c.Lease)
 	if c.LeaseJitter <= 0 || c.LeaseJitter >= 1 {
 		c.LeaseJitter = 0.1
 	}
-	if c.MaxRingBytes == 0 {
-		c.MaxRingBytes = 256 << 20
-	}
-	if c.StateKeys == 0 {
-		c.StateKeys = 65536
-	}
-	if c.MaxStateBytes == 0 {
-		c.MaxStateBytes = 64 << 20
-	}
-	if c.MaxFactBytes == 0 {
-		c.MaxFactBytes = 64 << 10
-	}
-	if c.MaxDataDepth == 0 {
-		c.MaxDataDepth = 32
-	}
-	if c.DedupeWindow == 0 {
-		c.DedupeWindow = 10 * time.Minute
-	}
-	if c.DedupeKeys == 0 {
-		c.DedupeKeys = 65536
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = 4 << 20
-	}
+	c.MaxRingBytes = settings.MaxRingBytes.Or(c.MaxRingBytes)
+	c.StateKeys = settings.StateKeys.Or(c.StateKeys)
+	c.MaxStateBytes = settings.MaxStateBytes.Or(c.MaxStateBytes)
+	c.MaxFactBytes = settings.MaxFactBytes.Or(c.MaxFactBytes)
+	c.MaxDataDepth = settings.MaxDataDepth.Or(c.MaxDataDepth)
+	c.DedupeWindow = settings.DedupeWindow.Or(c.DedupeWindow)
+	c.DedupeKeys = settings.DedupeKeys.Or(c.DedupeKeys)
+	c.MaxRequestBytes = settings.MaxRequestBytes.Or(c.MaxRequestBytes)
 	if c.Rebuild <= 0 {
-		c.Rebuild = 100000
+		c.Rebuild = settings.StateRebuild.Default
 	}
 	c.Rebuild = max(c.Rebuild, c.Window)
 	if c.Version == "" {
@@ -170,49 +156,52 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error
-	if c.Window < 1 || c.Window > 1<<24 {
-		errs = append(errs, errors.New("window must be between 1 and 16777216"))
+	if w := settings.Window; c.Window < w.Min || c.Window > w.Max {
+		errs = append(errs, fmt.Errorf("window must be between %d and %d", w.Min, w.Max))
 	}
-	if c.Heartbeat < 100*time.Millisecond {
-		errs = append(errs, errors.New("heartbeat must be at least 100ms (every idle stream sends one per interval)"))
+	if c.Heartbeat < settings.Heartbeat.Min {
+		errs = append(errs, fmt.Errorf("heartbeat must be at least %v (every idle stream sends one per interval)", settings.Heartbeat.Min))
 	}
 	if c.Coalesce < 0 {
 		errs = append(errs, errors.New("coalesce must not be negative"))
 	} else if c.Coalesce > c.Heartbeat {
 		errs = append(errs, errors.New("coalesce must not exceed the heartbeat interval"))
 	}
-	if c.DedupeKeys < 1 || c.DedupeKeys > 1<<24 {
-		errs = append(errs, errors.New("dedupe-keys must be between 1 and 16777216"))
+	if k := settings.DedupeKeys; c.DedupeKeys < k.Min || c.DedupeKeys > k.Max {
+		errs = append(errs, fmt.Errorf("dedupe-keys must be between %d and %d", k.Min, k.Max))
 	}
 	if c.DedupeKeysPerClient > c.DedupeKeys && c.DedupeKeys >= 1 {
 		errs = append(errs, errors.New("dedupe-keys-per-client must not exceed dedupe-keys (or negative for no per-client share)"))
 	}
-	if c.DedupeWindow < time.Second {
-		errs = append(errs, errors.New("dedupe-window must be at least 1s"))
+	if c.DedupeWindow < settings.DedupeWindow.Min {
+		errs = append(errs, fmt.Errorf("dedupe-window must be at least %v", settings.DedupeWindow.Min))
 	}
-	if c.StateKeys < 1 || c.StateKeys > 1<<24 {
-		errs = append(errs, errors.New("state-keys must be between 1 and 16777216"))
+	if k := settings.StateKeys; c.StateKeys < k.Min || c.StateKeys > k.Max {
+		errs = append(errs, fmt.Errorf("state-keys must be between %d and %d", k.Min, k.Max))
 	}
-	if c.MaxRingBytes < 1<<20 {
-		errs = append(errs, errors.New("max-ring-bytes must be at least 1048576 (1 MiB)"))
+	if c.MaxRingBytes < settings.MaxRingBytes.Min {
+		errs = append(errs, fmt.Errorf("max-ring-bytes must be at least %d (%s)", settings.MaxRingBytes.Min, mib(settings.MaxRingBytes.Min)))
 	}
-	if c.MaxStateBytes < 1<<20 {
-		errs = append(errs, errors.New("max-state-bytes must be at least 1048576 (1 MiB)"))
+	if c.MaxStateBytes < settings.MaxStateBytes.Min {
+		errs = append(errs, fmt.Errorf("max-state-bytes must be at least %d (%s)", settings.MaxStateBytes.Min, mib(settings.MaxStateBytes.Min)))
 	}
-	if c.MaxFactBytes < 1024 || c.MaxFactBytes > c.MaxRequestBytes {
-		errs = append(errs, errors.New("max-fact-bytes must be between 1024 and max-request-bytes"))
+	if c.MaxFactBytes < settings.MaxFactBytes.Min || c.MaxFactBytes > c.MaxRequestBytes {
+		errs = append(errs, fmt.Errorf("max-fact-bytes must be between %d and max-request-bytes", settings.MaxFactBytes.Min))
 	}
 	if c.MaxFactBytes > 0 && int64(c.MaxFactBytes) > c.MaxRingBytes {
 		errs = append(errs, errors.New("max-fact-bytes must not exceed max-ring-bytes"))
 	}
-	if c.MaxDataDepth < 1 || c.MaxDataDepth > 100 {
-		errs = append(errs, errors.New("max-data-depth must be between 1 and 100"))
+	if d := settings.MaxDataDepth; c.MaxDataDepth < d.Min || c.MaxDataDepth > d.Max {
+		errs = append(errs, fmt.Errorf("max-data-depth must be between %d and %d", d.Min, d.Max))
 	}
-	if c.MaxRequestBytes < 1024 || c.MaxRequestBytes > 1<<30 {
-		errs = append(errs, errors.New("max-request-bytes must be between 1024 and 1073741824"))
+	if r := settings.MaxRequestBytes; c.MaxRequestBytes < r.Min || c.MaxRequestBytes > r.Max {
+		errs = append(errs, fmt.Errorf("max-request-bytes must be between %d and %d", r.Min, r.Max))
 	}
 	return errors.Join(errs...)
 }
+
+// mib is a byte count in MiB: "1 MiB".
+func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
 
 // Receipt is the answer to a publish.
 type Receipt struct {

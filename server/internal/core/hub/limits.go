@@ -10,12 +10,17 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
-// The request limits that ServerStatus advertises are read from the proto's
-// validation rules, which the RPC edge enforces (protovalidate): the rule
-// has one owner, api/ringcast/v1/ringcast.proto.
+// The request limits that ServerStatus advertises, and the most commits of
+// one PublishBatch, are read from the proto's validation rules, which the
+// RPC edge enforces (protovalidate): each rule has one owner,
+// api/ringcast/v1/ringcast.proto.
 var (
 	maxFactsPerCommit = repeatedMaxItems((&ringcastv1.PublishRequest{}).ProtoReflect().Descriptor(), "facts")
 	maxTopics         = repeatedMaxItems((&ringcastv1.SubscribeEventsRequest{}).ProtoReflect().Descriptor(), "topics")
+	// MaxCommitsPerBatch is the most commits of one PublishBatch request
+	// (PublishBatchRequest.commits' repeated.max_items): the embedded
+	// store's atomic batch and the CLI's --batch are sized by it.
+	MaxCommitsPerBatch = int(repeatedMaxItems((&ringcastv1.PublishBatchRequest{}).ProtoReflect().Descriptor(), "commits"))
 )
 
 // repeatedMaxItems returns the repeated.max_items rule of msg's field name.

@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
 // The limit names, as ringcast_limit_rejections_total{limit} labels them.
@@ -31,26 +33,23 @@ const (
 // Names are every limit name, for metrics to pre-register.
 var Names = []string{Streams, Publish, PublishBytes, Conns, ConnsPerClient, H2Reset}
 
-// Config sets the per-client limits. Zero fields take the defaults
-// documented on them; negative ones disable their limit.
+// Config sets the per-client limits. Zero fields take their defaults, the
+// rows of package settings named on them; negative ones disable their
+// limit.
 type Config struct {
 	// MaxStreams is how many streams (SubscribeEvents and SSE) one
-	// client may hold open at once. Default 64.
+	// client may hold open at once. Default: settings.MaxStreamsPerClient.
 	MaxStreams int
 	// PublishRate is the commits per second one client may publish on
 	// average, and PublishBurst how many it may publish at once (the
-	// bucket's size). Defaults 2,000 and 4,000: far above what a normal
-	// publisher sends, far below what turns the ring over in a second.
+	// bucket's size). Defaults: settings.PublishRate and PublishBurst.
 	PublishRate  float64
 	PublishBurst int
 	// PublishByteRate is the bytes per second one client may publish on
 	// average (the protobuf size of its Publish and PublishBatch
 	// requests), and PublishByteBurst how many it may publish at once.
-	// Defaults 1 MiB/s and 4 MiB (the default largest request): one
-	// client alone takes about a minute to turn the default ring (256 MiB
-	// of events and their cached encodings) over when every face caches
-	// an encoding of each event, about four minutes when none does
-	// (docs/limits.md). Negative rate: no bound.
+	// Defaults: settings.PublishByteRate and PublishByteBurst. Negative
+	// rate: no bound.
 	PublishByteRate  float64
 	PublishByteBurst int64
 	// Observer counts rejections by limit name. Default: none.
@@ -62,21 +61,13 @@ type Config struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.MaxStreams == 0 {
-		c.MaxStreams = 64
-	}
-	if c.PublishRate == 0 {
-		c.PublishRate = 2000
-	}
-	if c.PublishBurst == 0 {
-		c.PublishBurst = 4000
-	}
+	c.MaxStreams = settings.MaxStreamsPerClient.Or(c.MaxStreams)
+	c.PublishRate = settings.PublishRate.Or(c.PublishRate)
+	c.PublishBurst = settings.PublishBurst.Or(c.PublishBurst)
 	if c.PublishByteRate == 0 {
-		c.PublishByteRate = DefaultPublishByteRate
+		c.PublishByteRate = float64(settings.PublishByteRate.Default)
 	}
-	if c.PublishByteBurst == 0 {
-		c.PublishByteBurst = DefaultPublishByteBurst
-	}
+	c.PublishByteBurst = settings.PublishByteBurst.Or(c.PublishByteBurst)
 	if c.Observer == nil {
 		c.Observer = func(string) {}
 	}
@@ -85,12 +76,6 @@ func (c Config) WithDefaults() Config {
 	}
 	return c
 }
-
-// The defaults of PublishByteRate and PublishByteBurst.
-const (
-	DefaultPublishByteRate  = 1 << 20
-	DefaultPublishByteBurst = 4 << 20
-)
 
 // Error is a refusal: which limit, and when trying again makes sense.
 type Error struct {

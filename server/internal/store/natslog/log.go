@@ -26,15 +26,20 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
-// The defaults of Options' zero fields. natslog owns them; the serve
-// flags show them.
+// The defaults of Options' zero fields. natslog owns the stream's name and
+// the request timeout; the replicas and the duplicate window (the hub's
+// dedupe window) are rows of package settings, read here.
 const (
-	DefaultStream     = "ringcast"
-	DefaultReplicas   = 1
-	DefaultDuplicates = 10 * time.Minute
-	DefaultTimeout    = 5 * time.Second
+	DefaultStream  = "ringcast"
+	DefaultTimeout = 5 * time.Second
+)
+
+var (
+	DefaultReplicas   = settings.NATSReplicas.Default
+	DefaultDuplicates = settings.DedupeWindow.Default
 )
 
 // Options configure a Log. Zero fields take the defaults documented on

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/ringcast/ringcast/server/internal/core/hub"
 )
 
 // EmbeddedOptions are the options of an in-process nats-server with
@@ -24,14 +26,11 @@ func EmbeddedOptions(dir string) *server.Options {
 		StoreDir:   dir,
 		NoSigs:     true,
 		NoLog:      true,
-		// One atomic batch holds a whole PublishBatch (up to 1,024 commits).
-		JetStreamLimits: server.JSLimitOpts{MaxBatchSize: MaxBatch},
+		// One atomic batch holds a whole PublishBatch (up to
+		// hub.MaxCommitsPerBatch commits, the proto's rule).
+		JetStreamLimits: server.JSLimitOpts{MaxBatchSize: hub.MaxCommitsPerBatch},
 	}
 }
-
-// MaxBatch is the most commits of one PublishBatch request, which the
-// embedded server takes as one atomic batch.
-const MaxBatch = 1024
 
 // StartServer starts a nats-server in process and waits until it accepts
 // connections.
