@@ -11,7 +11,6 @@ package sse
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,9 +37,7 @@ type Handler struct {
 	log *slog.Logger
 
 	// Parking (WithParking): on when park is set.
-	park         bool
-	writeTimeout time.Duration
-	onCut        func()
+	park bool
 	// parked holds the sinks that took their connection over (Park)
 	// until their End; emptied, when not nil, closes when it empties
 	// (Wait).
@@ -67,17 +64,12 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // "Parked streams"): the first time it has nothing to send, its sink takes
 // the connection over from the HTTP server and the handler returns; the
 // stream then runs on one of the hub's workers only while it has something
-// to do. A write on a parked stream blocked for writeTimeout (within 1.25×
-// it) cuts the stream, and onCut (if not nil) is called for each stream
-// cut. Such streams outlive the HTTP server's Shutdown: Wait and Close
-// account for them.
-func WithParking(writeTimeout time.Duration, onCut func()) Option {
-	return func(h *Handler) {
-		h.park, h.writeTimeout, h.onCut = true, writeTimeout, onCut
-		if h.onCut == nil {
-			h.onCut = func() {}
-		}
-	}
+// to do. A parked stream's writes go to the connection Hijack returns:
+// the write timeout holds for them as long as that connection enforces it
+// (the server's edge.WriteGuard does). Such streams outlive the HTTP
+// server's Shutdown: Wait and Close account for them.
+func WithParking() Option {
+	return func(h *Handler) { h.park = true }
 }
 
 // New returns the handler for h.
@@ -132,8 +124,8 @@ func (s *Handler) removeParked(sk *sink) {
 }
 
 // Close closes the connections of the parked streams: their writes fail
-// and they end. A TLS connection is closed under its TLS layer, which
-// would otherwise try to say so to a client that may not be reading.
+// and they end. A TLS connection is closed under its TLS layer (NetConn),
+// which would otherwise try to say so to a client that may not be reading.
 func (s *Handler) Close() {
 	s.mu.Lock()
 	conns := make([]net.Conn, 0, len(s.parked))
@@ -144,8 +136,8 @@ func (s *Handler) Close() {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		if tc, ok := c.(*tls.Conn); ok {
-			c = tc.NetConn()
+		if nc, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn, or a guarded connection
+			c = nc.NetConn()
 		}
 		_ = c.Close()
 	}

@@ -2,13 +2,10 @@ package sse
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
-	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
@@ -23,9 +20,9 @@ import (
 //
 // A sink that may park (parkingSink) takes its connection over from the
 // HTTP server when its stream first parks: from then on it writes to conn
-// itself, each write starting with at least the write timeout before its
-// deadline (and cut within 1.25× it), and its stream runs on one of the
-// hub's workers only while it has something to do.
+// itself (whose writes the server's write guard still times out), and its
+// stream runs on one of the hub's workers only while it has something to
+// do.
 type sink struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
@@ -33,11 +30,10 @@ type sink struct {
 	h   *Handler
 
 	// A parkingSink's:
-	ctx      context.Context // the request's, for its stream slot (limit.KeepStream)
-	refused  bool            // the response could not be taken over
-	conn     net.Conn        // the connection once taken over; nil before
-	deadline time.Time       // conn's write deadline
-	release  func()          // the stream slot's release, once taken over
+	ctx     context.Context // the request's, for its stream slot (limit.KeepStream)
+	refused bool            // the response could not be taken over
+	conn    net.Conn        // the connection once taken over; nil before
+	release func()          // the stream slot's release, once taken over
 }
 
 func newSink(w http.ResponseWriter) *sink {
@@ -76,27 +72,14 @@ func (s *sink) write(b []byte) error {
 }
 
 // out writes b to the response, or, once the connection is taken over, to
-// the connection with a deadline: a client that stopped reading cuts only
-// its own stream, as the server's write guard does for the others.
+// the connection (Hijack's, on which the server's write guard cuts a write
+// blocked for the write timeout, as on the response).
 func (s *sink) out(b []byte) error {
 	if s.conn == nil {
 		_, err := s.w.Write(b)
 		return err
 	}
-	// The deadline is set 1.25× the timeout ahead, and moved only once
-	// less than the timeout is left: every write starts with at least the
-	// timeout before it, and a blocked one is cut within 1.25× it, as on
-	// streams with a goroutine (docs/protocol.md), without a deadline
-	// change per write.
-	if now := time.Now(); s.deadline.Sub(now) < s.h.writeTimeout {
-		s.deadline = now.Add(s.h.writeTimeout + s.h.writeTimeout/4)
-		_ = s.conn.SetWriteDeadline(s.deadline)
-	}
 	_, err := s.conn.Write(b)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		s.h.onCut()
-		s.h.log.Info("cut a parked SSE stream whose write was blocked", "for at least", s.h.writeTimeout)
-	}
 	return err
 }
 
