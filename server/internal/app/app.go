@@ -23,15 +23,15 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
-	"github.com/ringcast/ringcast/server/internal/ops/buildinfo"
-	"github.com/ringcast/ringcast/server/internal/ops/console"
-	"github.com/ringcast/ringcast/server/internal/ops/demo"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/edge"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
-	"github.com/ringcast/ringcast/server/internal/ops/metrics"
 	"github.com/ringcast/ringcast/server/internal/face/rpc"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/ops/buildinfo"
+	"github.com/ringcast/ringcast/server/internal/ops/console"
+	"github.com/ringcast/ringcast/server/internal/ops/demo"
+	"github.com/ringcast/ringcast/server/internal/ops/metrics"
 	"go.opentelemetry.io/otel/trace"
 )
 

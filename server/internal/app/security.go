@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/edge"
 	"github.com/ringcast/ringcast/server/internal/edge/auth"
-	"github.com/ringcast/ringcast/server/internal/core/hub"
 )
 
 // The values of Config.Auth.
