@@ -28,6 +28,7 @@ import (
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
 	"github.com/ringcast/ringcast/server/internal/face/rpc"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/face/stream"
 	"github.com/ringcast/ringcast/server/internal/ops/buildinfo"
 	"github.com/ringcast/ringcast/server/internal/ops/console"
 	"github.com/ringcast/ringcast/server/internal/ops/demo"
@@ -280,10 +281,12 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), edge.StreamDeadline(), edge.OneRequestMessage()))...)
 	// Every stream's path: its read deadline is cleared once its request
 	// is read (edge.Handler).
-	streams := edge.StreamingPaths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))
+	streams := stream.Paths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))
 	mux.Handle(rpcPath, guardRPC(mw, rpcHandler))
 	// gRPC health and reflection streams take their client's stream slots
 	// too, and clear their read deadlines once their requests are read.
+	// (Their handlers are built from service names, not descriptors: each
+	// adds its stream's path.)
 	sideRPC := connect.WithInterceptors(limiter.Interceptor(), edge.StreamDeadline())
 	health := newHealth()
 	streams[health.handle(mux, sideRPC)] = true

@@ -18,7 +18,6 @@ import (
 
 	"connectrpc.com/connect"
 	"golang.org/x/net/http2"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
 )
@@ -294,19 +293,6 @@ func (u *unreadBody) FlushError() error {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (u *unreadBody) Unwrap() http.ResponseWriter { return u.ResponseWriter }
-
-// StreamingPaths are the URL paths of service's streaming methods (as
-// Connect, gRPC and gRPC-Web route them: /package.Service/Method).
-func StreamingPaths(service protoreflect.ServiceDescriptor) map[string]bool {
-	paths := make(map[string]bool)
-	methods := service.Methods()
-	for i := range methods.Len() {
-		if md := methods.Get(i); md.IsStreamingClient() || md.IsStreamingServer() {
-			paths["/"+string(service.FullName())+"/"+string(md.Name())] = true
-		}
-	}
-	return paths
-}
 
 // OneRequestMessage returns the interceptor that answers a server stream's
 // request that cannot be read as one message with invalid_argument

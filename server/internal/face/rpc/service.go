@@ -19,9 +19,10 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
 // Service implements ringcastv1connect.EventServiceHandler over a hub.
@@ -49,7 +50,7 @@ func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) 
 	)
 	all = append(all, eventCodecs()...)
 	path, handler := ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, all...)
-	return path, withBatchWriter(handler)
+	return path, withBatchWriter(stream.Paths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService")), handler)
 }
 
 // SubscribeEvents serves one stream. Unservable cursors are not errors: the
