@@ -309,12 +309,12 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	guard := edge.NewWriteGuard(cfg.WriteTimeout, cfg.Logger)
 	m.WatchWriteCuts(guard.Cuts)
-	sseOpts := []sse.Option{sse.WithLogger(cfg.Logger)}
+	sseOpts := []sse.Option{sse.WithLogger(cfg.Logger), sse.WithStreamSlots(limiter.OpenSSE)}
 	if cfg.ParkSSE {
 		sseOpts = append(sseOpts, sse.WithParking())
 	}
 	events := sse.New(h, sseOpts...)
-	mux.Handle("/events", guardSSE(mw, limiter.SSE(events)))
+	mux.Handle("/events", guardSSE(mw, events))
 	if !cfg.DisableConsole {
 		mux.Handle("/", console.Handler())
 	}

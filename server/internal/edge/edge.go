@@ -182,6 +182,12 @@ func ServeHTTP2(srv *http.Server, guard *limit.ResetGuard) error {
 	return nil
 }
 
+// readDoneKey is the request-context key of the func that clears a
+// stream's read deadline (withReadDeadline sets it, streamDeadline calls
+// it). It must stay a context value: the deadline is the connection's, set
+// through the http.ResponseWriter, and only connect knows when a stream's
+// request has been read — connect-go gives an interceptor neither the
+// ResponseWriter nor any other per-request value from the HTTP layer.
 type readDoneKey struct{}
 
 // withReadDeadline is the outermost handler: before the Host check, CORS,

@@ -38,6 +38,8 @@ type Handler struct {
 
 	// Parking (WithParking): on when park is set.
 	park bool
+	// slots takes a stream's slot (WithStreamSlots); nil: none.
+	slots func(http.ResponseWriter, *http.Request) (release func(), ok bool)
 	// parked holds the sinks that took their connection over (Park)
 	// until their End; emptied, when not nil, closes when it empties
 	// (Wait).
@@ -70,6 +72,13 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // server's Shutdown: Wait and Close account for them.
 func WithParking() Option {
 	return func(h *Handler) { h.park = true }
+}
+
+// WithStreamSlots makes every stream hold a slot from open while it lasts,
+// a parked one included: open answers a request it refuses itself and
+// returns ok false (limit.Limiter.OpenSSE).
+func WithStreamSlots(open func(http.ResponseWriter, *http.Request) (release func(), ok bool)) Option {
+	return func(h *Handler) { h.slots = open }
 }
 
 // New returns the handler for h.
@@ -146,6 +155,19 @@ func (s *Handler) Close() {
 // ServeHTTP serves one stream until the client goes away or the hub ends
 // it (lease, lapped, shutdown).
 func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	release := func() {}
+	if s.slots != nil {
+		var ok bool
+		if release, ok = s.slots(w, r); !ok {
+			return
+		}
+	}
+	parked := false
+	defer func() {
+		if !parked {
+			release()
+		}
+	}()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
@@ -167,12 +189,13 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sk.h = s
 	var hs hub.Sink = sk
 	if s.park && r.ProtoMajor == 1 {
-		sk.ctx = r.Context()
+		sk.release = release
 		hs = parkingSink{sk}
 	}
 	err := s.hub.Subscribe(r.Context(), req, hs)
 	if err == hub.ErrParked {
-		return // the stream goes on without this goroutine; sk.End ends it
+		parked = true
+		return // the stream goes on without this goroutine, and holds its slot; sk.End ends it
 	}
 	s.ended(sk, err, r.Context().Err() != nil)
 }

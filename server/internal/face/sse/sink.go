@@ -1,14 +1,12 @@
 package sse
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"strconv"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/limit"
 	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
@@ -30,10 +28,9 @@ type sink struct {
 	h       *Handler
 
 	// A parkingSink's:
-	ctx     context.Context // the request's, for its stream slot (limit.KeepStream)
-	refused bool            // the response could not be taken over
-	conn    net.Conn        // the connection once taken over; nil before
-	release func()          // the stream slot's release, once taken over
+	refused bool     // the response could not be taken over
+	conn    net.Conn // the connection once taken over; nil before
+	release func()   // the stream slot's release (WithStreamSlots), End's once taken over
 }
 
 func newSink(w http.ResponseWriter) *sink {
@@ -144,8 +141,6 @@ func (p parkingSink) Park() bool {
 	s.conn = conn
 	s.h.mu.Unlock()
 	s.w, s.rc = nil, nil
-	s.release = limit.KeepStream(s.ctx)
-	s.ctx = nil
 	return true
 }
 
