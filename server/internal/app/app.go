@@ -24,9 +24,11 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
 	"github.com/ringcast/ringcast/server/internal/face/rpc"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/face/stream"
 	"github.com/ringcast/ringcast/server/internal/ops/buildinfo"
 	"github.com/ringcast/ringcast/server/internal/ops/console"
 	"github.com/ringcast/ringcast/server/internal/ops/demo"
@@ -92,8 +94,8 @@ type Config struct {
 	// Store is where commits live: memory (default), embedded or jetstream.
 	Store Store
 	// Edge bounds clients at the edge: per-client streams and publish
-	// rate, connections, idle and read timeouts (edge.go).
-	Edge Edge
+	// rate, connections, idle and read timeouts (package edge).
+	Edge edge.Config
 	// AllowedHosts are Host names an open loopback server answers to
 	// besides loopback names and addresses (DNS-rebinding defence).
 	AllowedHosts []string
@@ -134,7 +136,7 @@ func (c Config) withDefaults() Config {
 	if c.Auth == "" {
 		c.Auth = AuthNone
 	}
-	c.Edge = c.Edge.withDefaults()
+	c.Edge = c.Edge.WithDefaults()
 	return c
 }
 
@@ -152,7 +154,7 @@ func (c Config) Validate() error {
 	if c.PprofAddr != "" {
 		if addr, err := pprofAddr(c.PprofAddr); err != nil {
 			errs = append(errs, err)
-		} else if !isLoopbackAddr(addr) && !c.PprofAllowRemote {
+		} else if !edge.IsLoopbackAddr(addr) && !c.PprofAllowRemote {
 			errs = append(errs, fmt.Errorf("--pprof-addr %s is not a loopback address: pprof shows anyone who reaches it the command line (credentials given in flags included) and the heap; bind 127.0.0.1, or pass --pprof-allow-remote to serve it there anyway", addr))
 		}
 	}
@@ -170,7 +172,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateSecurity())
 	errs = append(errs, c.Store.validate()...)
-	errs = append(errs, c.Edge.validate()...)
+	errs = append(errs, c.Edge.Validate()...)
 	return errors.Join(errs...)
 }
 
@@ -201,7 +203,7 @@ type Server struct {
 	Hub     *hub.Hub
 	Handler http.Handler
 	cfg     Config
-	guard   *writeGuard
+	guard   *edge.WriteGuard
 	events  *sse.Handler // its parked streams outlive the HTTP server's Shutdown
 	health  *health
 	tls     *tls.Config // nil: plaintext HTTP/1.1 and h2c
@@ -273,16 +275,18 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start hub: %w", cfg.Store.nameFiles(err))
 	}
 	mux := http.NewServeMux()
-	limiter := cfg.Edge.limiter(cfg, m.LimitRejected)
+	limiter := cfg.Edge.Limiter(m.LimitRejected, cfg.Logger)
 	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes,
-		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), streamDeadline{}, oneRequestMessage{}))...)
+		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), edge.StreamDeadline(), edge.OneRequestMessage()))...)
 	// Every stream's path: its read deadline is cleared once its request
-	// is read (withReadDeadline).
-	streams := streamingPaths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))
+	// is read (edge.Handler).
+	streams := stream.Paths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))
 	mux.Handle(rpcPath, guardRPC(mw, rpcHandler))
 	// gRPC health and reflection streams take their client's stream slots
 	// too, and clear their read deadlines once their requests are read.
-	sideRPC := connect.WithInterceptors(limiter.Interceptor(), streamDeadline{})
+	// (Their handlers are built from service names, not descriptors: each
+	// adds its stream's path.)
+	sideRPC := connect.WithInterceptors(limiter.Interceptor(), edge.StreamDeadline())
 	health := newHealth()
 	streams[health.handle(mux, sideRPC)] = true
 	if !cfg.DisableReflection {
@@ -302,22 +306,25 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	default:
 		mux.Handle("/metrics", m.Handler())
 	}
-	guard := newWriteGuard(cfg.WriteTimeout, cfg.Logger)
-	m.WatchWriteCuts(guard.cuts.Load)
-	sseOpts := []sse.Option{sse.WithLogger(cfg.Logger)}
+	guard := edge.NewWriteGuard(cfg.WriteTimeout, cfg.Logger)
+	m.WatchWriteCuts(guard.Cuts)
+	sseOpts := []sse.Option{sse.WithLogger(cfg.Logger), sse.WithStreamSlots(limiter.OpenSSE)}
 	if cfg.ParkSSE {
-		sseOpts = append(sseOpts, sse.WithParking(cfg.WriteTimeout, func() { guard.cuts.Add(1) }))
+		sseOpts = append(sseOpts, sse.WithParking())
 	}
 	events := sse.New(h, sseOpts...)
-	mux.Handle("/events", guardSSE(mw, limiter.SSE(events)))
+	mux.Handle("/events", guardSSE(mw, events))
 	if !cfg.DisableConsole {
 		mux.Handle("/", console.Handler())
 	}
-	handler := withCORS(cfg.CORSOrigins, guard.wrap(withTimeoutCheck(mux)))
-	if hostCheckApplies(cfg) {
-		handler = withHostCheck(cfg.AllowedHosts, handler)
-	}
-	handler = withReadDeadline(cfg.Edge.ReadTimeout, streams, handler)
+	handler := edge.Handler(mux, edge.Options{
+		ReadTimeout:  cfg.Edge.ReadTimeout,
+		Streams:      streams,
+		CheckHost:    hostCheckApplies(cfg),
+		AllowedHosts: cfg.AllowedHosts,
+		CORSOrigins:  cfg.CORSOrigins,
+		Writes:       guard,
+	})
 	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, events: events, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, storeCheck: storeCheck, limiter: limiter}
 	if metricsHandler != nil {
 		if srv.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
@@ -357,7 +364,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		protocols.SetHTTP2(true)
 		srv.TLSConfig = s.tls
 	}
-	if err := serveHTTP2(srv, guard); err != nil {
+	if err := edge.ServeHTTP2(srv, guard); err != nil {
 		return err
 	}
 	if s.tls != nil {
@@ -366,7 +373,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	wg.Go(func() { s.guard.run(stop) })
+	wg.Go(func() { s.guard.Run(stop) })
 	// The demo feed runs until the drain, through the shutdown delay.
 	demoCtx, stopDemo := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDemo()

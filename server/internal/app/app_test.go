@@ -3,21 +3,11 @@ package app_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"math"
-	"math/big"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,31 +68,13 @@ func TestHealthAndReflectionAreServed(t *testing.T) {
 	}
 }
 
-// serveLoopback runs app.New(cfg) (returned) on a loopback listener until cancel is
-// called; done receives what Serve returned.
-func serveLoopback(t *testing.T, cfg app.Config) (s *app.Server, addr string, cancel context.CancelFunc, done <-chan error) {
-	t.Helper()
-	s, err := app.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	return s, ln.Addr().String(), cancel, served
-}
-
 // TestTLSServesAllProtocols: with a certificate the same port speaks TLS,
 // HTTP/2 via ALPN for gRPC and HTTP/1.1 for the others.
 func TestTLSServesAllProtocols(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t)
+	certFile, keyFile, pool := ringtest.SelfSigned(t)
 	cfg := ringtest.Config()
 	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
-	s, addr, cancel, done := serveLoopback(t, cfg)
+	s, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	base := "https://" + addr
 	for _, p := range ringtest.Protocols {
 		t.Run(string(p), func(t *testing.T) {
@@ -201,44 +173,4 @@ func TestZeroConfigServes(t *testing.T) {
 	if err := app.Run(ctx, app.Config{Addr: "127.0.0.1:0"}); err != nil {
 		t.Fatalf("app.Run with a zero config: %v", err)
 	}
-}
-
-// selfSigned writes a certificate for 127.0.0.1 and its key into a temp
-// dir and returns their paths and a pool trusting it.
-func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "ringcast test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
 }

@@ -76,7 +76,7 @@ func TestShutdownDelayServesWhileNotReady(t *testing.T) {
 	endDelay := make(chan struct{})
 	cfg.EndDelay = endDelay
 	cfg.ShutdownGrace = 30 * time.Second
-	_, addr, cancel, done := serveLoopback(t, cfg)
+	_, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	defer cancel()
 	if body := waitProbe(t, addr, "/readyz", http.StatusOK); body != "ok\n" {
 		t.Fatalf("/readyz while serving: %q", body)

@@ -139,6 +139,10 @@ func (h *health) handle(mux *http.ServeMux, opts ...connect.HandlerOption) (watc
 	return watchPath
 }
 
+// watchEndKey is the request-context key of a Watch stream's watchEnd. It
+// must stay a context value: grpchealth's handler calls Check with the
+// stream's context and nothing else, and connect-go gives a handler (here,
+// grpchealth's) no other way to reach a value of the HTTP layer's.
 type watchEndKey struct{}
 
 // watchEnd ends one Watch stream once NOT_SERVING has been written to it.

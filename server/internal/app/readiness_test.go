@@ -50,7 +50,7 @@ func serveOnNATS(t *testing.T, ns *server.Server) (addr string, nc *nats.Conn) {
 	t.Cleanup(nc.Close)
 	cfg := ringtest.Config()
 	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
-	_, addr, cancel, done := serveLoopback(t, cfg)
+	_, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -271,7 +271,7 @@ func TestAWatchToldOfAnOutageNeverHoldsShutdown(t *testing.T) {
 	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
 	cfg.ShutdownGrace = time.Hour
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
-	_, addr, cancel, done := serveLoopback(t, cfg)
+	_, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	defer cancel()
 	wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
 

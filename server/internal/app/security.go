@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
 )
 
 // The values of Config.Auth.
@@ -25,7 +25,7 @@ func (c Config) validateSecurity() error {
 	var errs []error
 	switch c.Auth {
 	case AuthNone:
-		if !isLoopbackAddr(c.Addr) && !c.AllowUnauthenticated {
+		if !edge.IsLoopbackAddr(c.Addr) && !c.AllowUnauthenticated {
 			errs = append(errs, fmt.Errorf("--addr %s is not a loopback address and --auth is none: anyone who can reach it could publish and read everything; set --auth jwt with --jwt-key-file, or pass --allow-unauthenticated to serve it open anyway", c.Addr))
 		}
 	case AuthJWT:
@@ -35,31 +35,11 @@ func (c Config) validateSecurity() error {
 	default:
 		errs = append(errs, fmt.Errorf("auth must be none or jwt, not %q", c.Auth))
 	}
-	errs = append(errs, validateOrigins(c.CORSOrigins))
+	errs = append(errs, edge.ValidateOrigins(c.CORSOrigins))
 	if c.MetricsAddr != "" && c.DisableMetrics {
 		errs = append(errs, errors.New("metrics-addr and metrics=false contradict each other"))
 	}
 	return errors.Join(errs...)
-}
-
-// isLoopbackAddr reports whether a listen address binds loopback only: a
-// loopback IP or "localhost". An empty host (":8080") binds every
-// interface.
-func isLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	return isLoopbackHost(host)
-}
-
-// isLoopbackHost reports whether host (no port) is a loopback name or IP.
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // authMiddleware returns the token checks for cfg, or nil with auth none.
@@ -97,8 +77,14 @@ func guardSSE(mw *auth.Middleware, h http.Handler) http.Handler {
 
 // logSecurity logs how the server is exposed, once at start.
 func logSecurity(cfg Config, log *slog.Logger) {
-	if cfg.Auth == AuthNone && !isLoopbackAddr(cfg.Addr) {
+	if cfg.Auth == AuthNone && !edge.IsLoopbackAddr(cfg.Addr) {
 		log.Warn("serving without authentication on a non-loopback address (--allow-unauthenticated): anyone who can reach it can publish and read everything", "addr", cfg.Addr)
 	}
 	logSideListeners(cfg, log)
+}
+
+// hostCheckApplies reports whether the Host check guards cfg's server: an
+// open (auth none) server on loopback.
+func hostCheckApplies(cfg Config) bool {
+	return cfg.Auth == AuthNone && edge.IsLoopbackAddr(cfg.Addr)
 }

@@ -20,11 +20,11 @@ import (
 // chose h2, must count as in use: closed with the ones that never sent a
 // request, the stream would be cut before the server's GOAWAY.
 func TestShutdownDrainsGRPCOverTLS(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t)
+	certFile, keyFile, pool := ringtest.SelfSigned(t)
 	cfg := ringtest.Config()
 	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
 	cfg.ShutdownGrace = 10 * time.Second
-	_, addr, cancel, done := serveLoopback(t, cfg)
+	_, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	defer cancel()
 
 	hc := ringcast.NewHTTPClient(ringcast.ProtocolGRPC)

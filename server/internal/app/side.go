@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ringcast/ringcast/server/internal/edge"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
 )
 
@@ -16,12 +17,12 @@ const sideMaxConns = 64
 
 // sideEdge gives a side listener the main port's edge: a connection cap
 // (counted as the main port's are), and a server whose handler checks Host
-// and bounds a request body's read (withReadDeadline) before anything
+// and bounds a request body's read (edge.SideHandler) before anything
 // else, with the main port's header and idle timeouts. writeTimeout (0:
 // none) bounds writing a response.
 func sideEdge(cfg Config, lim *limit.Limiter, ln net.Listener, h http.Handler, writeTimeout time.Duration) (net.Listener, *http.Server) {
 	return lim.Listener(ln, sideMaxConns, sideMaxConns/4), &http.Server{
-		Handler:           withReadDeadline(cfg.Edge.ReadTimeout, nil, withSideHostCheck(cfg.AllowedHosts, h)),
+		Handler:           edge.SideHandler(h, cfg.Edge.ReadTimeout, cfg.AllowedHosts),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.Edge.IdleTimeout,
 		WriteTimeout:      writeTimeout,
@@ -29,24 +30,14 @@ func sideEdge(cfg Config, lim *limit.Limiter, ln net.Listener, h http.Handler, w
 	}
 }
 
-// withSideHostCheck refuses, with 403, requests to a side listener whose
-// Host is not a loopback name, an IP address, or one of allowed: a page
-// on another site that made its own name resolve to the listener's
-// address (DNS rebinding) still sends its own name as Host, and a side
-// listener has no token to stop it. An IP address cannot be such a page's
-// name, so scrapers that address the listener by IP need nothing more.
-func withSideHostCheck(allowed []string, next http.Handler) http.Handler {
-	return hostCheck(allowed, true, "forbidden: this listener answers only to loopback names, IP addresses and --allowed-host names", next)
-}
-
 // logSideListeners warns, once at start, about side listeners reachable
 // from other machines.
 func logSideListeners(cfg Config, log *slog.Logger) {
-	if cfg.MetricsAddr != "" && !cfg.DisableMetrics && !isLoopbackAddr(cfg.MetricsAddr) {
+	if cfg.MetricsAddr != "" && !cfg.DisableMetrics && !edge.IsLoopbackAddr(cfg.MetricsAddr) {
 		log.Warn("serving /metrics on a non-loopback address (--metrics-addr): anyone who can reach it reads the server's counts, limits and epoch; bind 127.0.0.1 unless a scraper on another machine needs it", "metrics_addr", cfg.MetricsAddr)
 	}
 	if cfg.PprofAddr != "" {
-		if addr, err := pprofAddr(cfg.PprofAddr); err == nil && !isLoopbackAddr(addr) {
+		if addr, err := pprofAddr(cfg.PprofAddr); err == nil && !edge.IsLoopbackAddr(addr) {
 			log.Warn("serving pprof on a non-loopback address (--pprof-allow-remote): anyone who can reach it reads the command line, credentials given in flags included, and the heap, and can make the server profile itself", "pprof_addr", addr)
 		}
 	}

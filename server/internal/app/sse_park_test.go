@@ -19,12 +19,12 @@ import (
 // the DRAINING status and an end, and Serve returns once the parked one
 // has ended, although the HTTP server no longer sees it.
 func TestParkedSSEStreamsDrainOverTLSAndH2(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t)
+	certFile, keyFile, pool := ringtest.SelfSigned(t)
 	cfg := ringtest.Config()
 	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
 	cfg.ParkSSE = true
 	cfg.ShutdownGrace = 10 * time.Second
-	_, addr, cancel, done := serveLoopback(t, cfg)
+	_, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	defer cancel()
 
 	h1 := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
@@ -93,7 +93,7 @@ func TestShutdownWaitsForParkedStreams(t *testing.T) {
 	cfg.Window = 4096
 	cfg.WriteTimeout = time.Hour // only the end of the grace period ends the stream
 	cfg.ShutdownGrace = time.Second
-	s, addr, cancel, done := serveLoopback(t, cfg)
+	s, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	defer cancel()
 
 	ringtest.OpenStuckSSE(t, addr)

@@ -38,6 +38,14 @@ func (g Grant) Allows(topic string) bool {
 	return false
 }
 
+// ctxKey is the request-context key of an authenticated request's
+// identity and refusal counter. It must stay a context value: the token is
+// checked by HTTP middleware in front of connect (and of GET /events), and
+// connect-go gives a handler no other way to reach what that middleware
+// learned. The counter rides with the identity so that a refusal decided
+// later, in a face's handler (ScopeSubscribe, CheckPublish), is counted
+// here, under the face that checked the token, as the middleware's own
+// refusals are — no face counts auth's refusals itself.
 type ctxKey struct{}
 
 // authenticated is what an authenticated request's context carries: the

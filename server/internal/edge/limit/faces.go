@@ -68,45 +68,18 @@ func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 	}
 }
 
-// SSE applies the stream limit to GET /events: over it, 429 with
-// Retry-After and a one-line reason (EventSource then stops, as it does on
-// any non-200; a page should retry later).
-func (l *Limiter) SSE(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		release, err := l.OpenStream(auth.ClientID(r.Context(), r.RemoteAddr))
-		if err != nil {
-			WriteExhausted(w, err.Error(), retryAfter(err))
-			return
-		}
-		sl := &slot{release: release}
-		defer func() {
-			if !sl.kept.Load() {
-				release()
-			}
-		}()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))
-	})
-}
-
-// slot is the stream slot an SSE request holds.
-type slot struct {
-	release func()
-	kept    atomic.Bool
-}
-
-type slotKey struct{}
-
-// KeepStream takes over the stream slot held by the request whose context
-// is ctx, for a stream that outlives its handler (a parked SSE stream): the
-// handler no longer releases it on return, and the caller calls the
-// returned func when the stream ends. Without a slot (no limiter) it
-// returns a func that does nothing.
-func KeepStream(ctx context.Context) (release func()) {
-	sl, ok := ctx.Value(slotKey{}).(*slot)
-	if !ok || sl.kept.Swap(true) {
-		return func() {}
+// OpenSSE takes a stream slot for r's client, for a GET /events stream
+// (sse.WithStreamSlots): over the limit, it answers with 429, Retry-After
+// and a one-line reason (EventSource then stops, as it does on any non-200;
+// a page should retry later) and returns ok false. Otherwise the stream
+// holds the slot until it calls release.
+func (l *Limiter) OpenSSE(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	release, err := l.OpenStream(auth.ClientID(r.Context(), r.RemoteAddr))
+	if err != nil {
+		WriteExhausted(w, err.Error(), retryAfter(err))
+		return nil, false
 	}
-	return sl.release
+	return release, true
 }
 
 // Listener bounds the connections a server holds: past max in all, or past

@@ -3,8 +3,6 @@ package rpc
 import (
 	"context"
 	"net/http"
-
-	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 )
 
 // batchWriter holds back the flush connect makes after every streamed
@@ -22,16 +20,20 @@ type batchWriter struct {
 	hold bool // connect's per-message flushes are deferred to flushNow
 }
 
+// batchWriterKey is the request-context key of a stream's batchWriter. It
+// must stay a context value: the stream's handler writes beneath connect's
+// framing (streamSink) and flushes when the hub says, and connect-go hands
+// a handler no other per-request value from the HTTP layer — neither the
+// http.ResponseWriter nor anything wrapped around it.
 type batchWriterKey struct{}
 
-// withBatchWriter gives every SubscribeEvents request a batchWriter, which
-// passes flushes through until the stream holds them. The stream's handler
-// finds it in the request context: connect hands the handler no other
-// per-request value from the HTTP layer. Other procedures (unary ones
-// above all) pass straight through, paying nothing for it.
-func withBatchWriter(next http.Handler) http.Handler {
+// withBatchWriter gives every stream's request (streams: stream.Paths;
+// SubscribeEvents) a batchWriter, which passes flushes through until the
+// stream holds them. Other procedures (unary ones above all) pass straight
+// through, paying nothing for it.
+func withBatchWriter(streams map[string]bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != ringcastv1connect.EventServiceSubscribeEventsProcedure {
+		if !streams[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
 		}

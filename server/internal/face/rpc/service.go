@@ -6,12 +6,9 @@ package rpc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/validate"
@@ -19,9 +16,9 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
 // Service implements ringcastv1connect.EventServiceHandler over a hub.
@@ -49,7 +46,7 @@ func NewHandler(h *hub.Hub, maxRequestBytes int, opts ...connect.HandlerOption) 
 	)
 	all = append(all, eventCodecs()...)
 	path, handler := ringcastv1connect.NewEventServiceHandler(&Service{hub: h}, all...)
-	return path, withBatchWriter(handler)
+	return path, withBatchWriter(stream.Paths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService")), handler)
 }
 
 // SubscribeEvents serves one stream. Unservable cursors are not errors: the
@@ -62,29 +59,15 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 	}
 	hreq := hub.RequestFromProto(hub.FaceConnect, req.Msg)
 	if err := auth.ScopeSubscribe(ctx, &hreq); err != nil {
-		var ae *auth.Error
-		if errors.As(err, &ae) {
-			return connect.NewError(ae.Code(), err)
-		}
-		return connect.NewError(connect.CodePermissionDenied, err)
+		return authError(err)
 	}
-	err := s.hub.Subscribe(ctx, hreq, sink)
-	if err != nil && ctx.Err() != nil {
-		return connect.NewError(connect.CodeCanceled, ctx.Err())
-	}
-	if errors.Is(err, hub.ErrExpired) {
-		return connect.NewError(connect.CodeUnauthenticated, errors.New(auth.MsgExpired))
-	}
-	if errors.Is(err, hub.ErrUnavailable) {
-		return connect.NewError(connect.CodeUnavailable, err)
-	}
-	return err
+	return subscribeError(ctx, s.hub.Subscribe(ctx, hreq, sink))
 }
 
 // Publish appends one commit.
 func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.PublishRequest]) (*connect.Response[ringcastv1.PublishResponse], error) {
 	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
-		return nil, connect.NewError(connect.CodePermissionDenied, err)
+		return nil, authError(err)
 	}
 	tctx := ctx // without a traceparent, the commit keeps none: no context value to add
 	if tp := traceparent(ctx, req.Header()); tp != "" {
@@ -110,7 +93,7 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 	commits := make([]hub.Commit, len(in))
 	for i, c := range in {
 		if err := auth.CheckPublish(ctx, c.GetFacts()); err != nil {
-			return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("commits[%d].%w", i, err))
+			return nil, authError(fmt.Errorf("commits[%d].%w", i, err))
 		}
 		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey(), Traceparent: tp}
 	}
@@ -130,28 +113,6 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 		out[i] = msgs[i].set(r)
 	}
 	return connect.NewResponse(&ringcastv1.PublishBatchResponse{Receipts: out}), nil
-}
-
-// publishError maps a hub publish error to its RPC code, with a message
-// that names no package of the server's.
-func publishError(err error) error {
-	code := connect.CodeInternal
-	var full *hub.DedupeFullError
-	switch {
-	case errors.Is(err, hub.ErrInvalidFact), errors.Is(err, hub.ErrTooManyKeys):
-		code = connect.CodeInvalidArgument
-	case errors.As(err, &full):
-		return limit.Exhausted(errors.New(strings.TrimPrefix(err.Error(), "hub: ")), full.RetryAfter)
-	case errors.Is(err, hub.ErrDedupeFull):
-		return limit.Exhausted(errors.New(strings.TrimPrefix(err.Error(), "hub: ")), time.Second)
-	case errors.Is(err, hub.ErrDraining), errors.Is(err, hub.ErrUnavailable):
-		code = connect.CodeUnavailable
-	case errors.Is(err, hub.ErrBatchUnsupported):
-		code = connect.CodeUnimplemented
-	default:
-		return connect.NewError(code, errors.New("internal error"))
-	}
-	return connect.NewError(code, errors.New(strings.TrimPrefix(err.Error(), "hub: ")))
 }
 
 // receiptMsg is a receipt and its timestamp, allocated together.

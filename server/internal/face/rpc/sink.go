@@ -4,13 +4,13 @@ import (
 	"errors"
 	"mime"
 	"strings"
-	"sync"
 
 	"connectrpc.com/connect"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
+	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
 // streamSink sends a stream's responses. Shared ring events take the direct
@@ -39,20 +39,13 @@ type streamSink struct {
 	started bool
 	// flushed: the first Flush, which writes the response headers, is done.
 	flushed bool
-	buf     *[]byte // envelopes waiting for Flush; from bufPool, nil between batches
+	pending stream.Batch // envelopes waiting for Flush
 }
 
 var (
 	_ hub.EventSink = (*streamSink)(nil)
 	_ hub.Flusher   = (*streamSink)(nil)
 )
-
-// bufPool holds batch buffers, so an idle stream holds none.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// maxPooledBuf is the largest buffer returned to bufPool: one that held a
-// whole batch, up to hub.MaxBatchBytes and a stream's own message.
-const maxPooledBuf = 2 * hub.MaxBatchBytes
 
 func newStreamSink(conn connect.StreamingHandlerConn, batch *batchWriter) *streamSink {
 	s := &streamSink{conn: conn, batch: batch}
@@ -103,19 +96,7 @@ func (s *streamSink) SendEvent(ev *hub.Event) error {
 	if err != nil {
 		return err
 	}
-	if s.buf != nil && len(*s.buf)+len(b) > hub.MaxBatchBytes {
-		if err := s.writeOut(); err != nil {
-			return err
-		}
-	}
-	if len(b) >= hub.MaxBatchBytes {
-		return s.out(b)
-	}
-	if s.buf == nil {
-		s.buf = bufPool.Get().(*[]byte)
-	}
-	*s.buf = append(*s.buf, b...)
-	return nil
+	return s.pending.Add(b, s.out)
 }
 
 // Send sends a stream's own response (a control message, a filtered or
@@ -126,17 +107,15 @@ func (s *streamSink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 	if s.codec == nil || !s.started {
 		return s.send(r)
 	}
-	if s.buf == nil {
-		s.buf = bufPool.Get().(*[]byte)
-	}
-	b, err := appendEnvelope(*s.buf, r, s.codec.append)
-	*s.buf = b
+	buf := s.pending.Buffer()
+	b, err := appendEnvelope(*buf, r, s.codec.append)
+	*buf = b
 	if err != nil {
 		// What was buffered before it still goes out.
 		return errors.Join(err, s.writeBuffered())
 	}
 	if len(b) >= hub.MaxBatchBytes {
-		return s.writeOut()
+		return s.pending.Out(s.out)
 	}
 	return nil
 }
@@ -179,17 +158,6 @@ func (s *streamSink) Flush() error {
 	return s.batch.flushNow()
 }
 
-// writeOut writes the buffered envelopes in the middle of a batch and keeps
-// the buffer for the rest of it.
-func (s *streamSink) writeOut() error {
-	b := *s.buf
-	*s.buf = b[:0]
-	if len(b) == 0 {
-		return nil
-	}
-	return s.out(b)
-}
-
 // out writes b to the response, unflushed. The first write of the body may
 // write the response headers, on net/http's deepest write path: it runs
 // off the stream's stack, as the first Flush does.
@@ -205,21 +173,11 @@ func (s *streamSink) out(b []byte) error {
 	return err
 }
 
-// writeBuffered writes the buffered envelopes, if any, and returns the
-// buffer to the pool.
-func (s *streamSink) writeBuffered() error {
-	if s.buf == nil {
-		return nil
-	}
-	b := s.buf
-	s.buf = nil
-	var err error
-	if len(*b) > 0 {
-		_, err = s.batch.ResponseWriter.Write(*b)
-	}
-	if cap(*b) <= maxPooledBuf {
-		*b = (*b)[:0]
-		bufPool.Put(b)
-	}
+// writeBuffered writes the buffered envelopes, if any, and ends the batch.
+func (s *streamSink) writeBuffered() error { return s.pending.Done(s.write) }
+
+// write writes b to the response, unflushed.
+func (s *streamSink) write(b []byte) error {
+	_, err := s.batch.ResponseWriter.Write(b)
 	return err
 }

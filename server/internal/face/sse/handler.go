@@ -11,7 +11,6 @@ package sse
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,9 +37,9 @@ type Handler struct {
 	log *slog.Logger
 
 	// Parking (WithParking): on when park is set.
-	park         bool
-	writeTimeout time.Duration
-	onCut        func()
+	park bool
+	// slots takes a stream's slot (WithStreamSlots); nil: none.
+	slots func(http.ResponseWriter, *http.Request) (release func(), ok bool)
 	// parked holds the sinks that took their connection over (Park)
 	// until their End; emptied, when not nil, closes when it empties
 	// (Wait).
@@ -67,17 +66,19 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // "Parked streams"): the first time it has nothing to send, its sink takes
 // the connection over from the HTTP server and the handler returns; the
 // stream then runs on one of the hub's workers only while it has something
-// to do. A write on a parked stream blocked for writeTimeout (within 1.25×
-// it) cuts the stream, and onCut (if not nil) is called for each stream
-// cut. Such streams outlive the HTTP server's Shutdown: Wait and Close
-// account for them.
-func WithParking(writeTimeout time.Duration, onCut func()) Option {
-	return func(h *Handler) {
-		h.park, h.writeTimeout, h.onCut = true, writeTimeout, onCut
-		if h.onCut == nil {
-			h.onCut = func() {}
-		}
-	}
+// to do. A parked stream's writes go to the connection Hijack returns:
+// the write timeout holds for them as long as that connection enforces it
+// (the server's edge.WriteGuard does). Such streams outlive the HTTP
+// server's Shutdown: Wait and Close account for them.
+func WithParking() Option {
+	return func(h *Handler) { h.park = true }
+}
+
+// WithStreamSlots makes every stream hold a slot from open while it lasts,
+// a parked one included: open answers a request it refuses itself and
+// returns ok false (limit.Limiter.OpenSSE).
+func WithStreamSlots(open func(http.ResponseWriter, *http.Request) (release func(), ok bool)) Option {
+	return func(h *Handler) { h.slots = open }
 }
 
 // New returns the handler for h.
@@ -132,8 +133,8 @@ func (s *Handler) removeParked(sk *sink) {
 }
 
 // Close closes the connections of the parked streams: their writes fail
-// and they end. A TLS connection is closed under its TLS layer, which
-// would otherwise try to say so to a client that may not be reading.
+// and they end. A TLS connection is closed under its TLS layer (NetConn),
+// which would otherwise try to say so to a client that may not be reading.
 func (s *Handler) Close() {
 	s.mu.Lock()
 	conns := make([]net.Conn, 0, len(s.parked))
@@ -144,8 +145,8 @@ func (s *Handler) Close() {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		if tc, ok := c.(*tls.Conn); ok {
-			c = tc.NetConn()
+		if nc, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn, or a guarded connection
+			c = nc.NetConn()
 		}
 		_ = c.Close()
 	}
@@ -154,6 +155,19 @@ func (s *Handler) Close() {
 // ServeHTTP serves one stream until the client goes away or the hub ends
 // it (lease, lapped, shutdown).
 func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	release := func() {}
+	if s.slots != nil {
+		var ok bool
+		if release, ok = s.slots(w, r); !ok {
+			return
+		}
+	}
+	parked := false
+	defer func() {
+		if !parked {
+			release()
+		}
+	}()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
@@ -175,12 +189,13 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sk.h = s
 	var hs hub.Sink = sk
 	if s.park && r.ProtoMajor == 1 {
-		sk.ctx = r.Context()
+		sk.release = release
 		hs = parkingSink{sk}
 	}
 	err := s.hub.Subscribe(r.Context(), req, hs)
 	if err == hub.ErrParked {
-		return // the stream goes on without this goroutine; sk.End ends it
+		parked = true
+		return // the stream goes on without this goroutine, and holds its slot; sk.End ends it
 	}
 	s.ended(sk, err, r.Context().Err() != nil)
 }

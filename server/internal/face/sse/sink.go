@@ -1,18 +1,13 @@
 package sse
 
 import (
-	"context"
-	"errors"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
-	"sync"
-	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
 // sink turns one stream's hub responses into SSE events. It buffers and
@@ -23,89 +18,42 @@ import (
 //
 // A sink that may park (parkingSink) takes its connection over from the
 // HTTP server when its stream first parks: from then on it writes to conn
-// itself, each write starting with at least the write timeout before its
-// deadline (and cut within 1.25× it), and its stream runs on one of the
-// hub's workers only while it has something to do.
+// itself (whose writes the server's write guard still times out), and its
+// stream runs on one of the hub's workers only while it has something to
+// do.
 type sink struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf *[]byte // what waits for Flush; nil between batches
-	h   *Handler
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	pending stream.Batch // what waits for Flush
+	h       *Handler
 
 	// A parkingSink's:
-	ctx      context.Context // the request's, for its stream slot (limit.KeepStream)
-	refused  bool            // the response could not be taken over
-	conn     net.Conn        // the connection once taken over; nil before
-	deadline time.Time       // conn's write deadline
-	release  func()          // the stream slot's release, once taken over
+	refused bool     // the response could not be taken over
+	conn    net.Conn // the connection once taken over; nil before
+	release func()   // the stream slot's release (WithStreamSlots), End's once taken over
 }
 
 func newSink(w http.ResponseWriter) *sink {
 	return &sink{w: w, rc: http.NewResponseController(w)}
 }
 
-// bufPool holds batch buffers.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// maxPooledBuf is the largest buffer returned to bufPool: one that held a
-// whole batch (hub.MaxBatchBytes), with the room append left.
-const maxPooledBuf = 2 * hub.MaxBatchBytes
-
-// write appends frame b to the batch. The batch is bounded by bytes
-// (hub.MaxBatchBytes, on every face): what it holds is written (not
-// flushed) before b would take it past the bound, so a long replay or
-// snapshot goes out in pieces of up to that size, and a frame as large as
-// the bound is written from where it lies (a ring event's cached frame)
-// without a copy.
-func (s *sink) write(b []byte) error {
-	if s.buf != nil && len(*s.buf) > 0 && len(*s.buf)+len(b) > hub.MaxBatchBytes {
-		err := s.out(*s.buf)
-		*s.buf = (*s.buf)[:0]
-		if err != nil {
-			return err
-		}
-	}
-	if len(b) >= hub.MaxBatchBytes {
-		return s.out(b)
-	}
-	if s.buf == nil {
-		s.buf = bufPool.Get().(*[]byte)
-	}
-	*s.buf = append(*s.buf, b...)
-	return nil
-}
+// write adds frame b to the batch (stream.Batch.Add: bounded by bytes, a
+// long replay or snapshot goes out in pieces).
+func (s *sink) write(b []byte) error { return s.pending.Add(b, s.out) }
 
 // out writes b to the response, or, once the connection is taken over, to
-// the connection with a deadline: a client that stopped reading cuts only
-// its own stream, as the server's write guard does for the others.
+// the connection (Hijack's, on which the server's write guard cuts a write
+// blocked for the write timeout, as on the response).
 func (s *sink) out(b []byte) error {
 	if s.conn == nil {
 		_, err := s.w.Write(b)
 		return err
 	}
-	// The deadline is set 1.25× the timeout ahead, and moved only once
-	// less than the timeout is left: every write starts with at least the
-	// timeout before it, and a blocked one is cut within 1.25× it, as on
-	// streams with a goroutine (docs/protocol.md), without a deadline
-	// change per write.
-	if now := time.Now(); s.deadline.Sub(now) < s.h.writeTimeout {
-		s.deadline = now.Add(s.h.writeTimeout + s.h.writeTimeout/4)
-		_ = s.conn.SetWriteDeadline(s.deadline)
-	}
 	_, err := s.conn.Write(b)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		s.h.onCut()
-		s.h.log.Info("cut a parked SSE stream whose write was blocked", "for at least", s.h.writeTimeout)
-	}
 	return err
 }
 
-func (s *sink) writeString(str string) {
-	if s.buf == nil {
-		s.buf = bufPool.Get().(*[]byte)
-	}
-	*s.buf = append(*s.buf, str...)
-}
+func (s *sink) writeString(str string) { s.pending.AppendString(str) }
 
 var (
 	_ hub.EventSink = (*sink)(nil)
@@ -149,20 +97,8 @@ func (s *sink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 
 // Flush writes what is buffered, in one Write, and pushes it to the client.
 func (s *sink) Flush() error {
-	if s.buf != nil {
-		b := s.buf
-		s.buf = nil
-		var err error
-		if len(*b) > 0 {
-			err = s.out(*b)
-		}
-		if cap(*b) <= maxPooledBuf {
-			*b = (*b)[:0]
-			bufPool.Put(b)
-		}
-		if err != nil {
-			return err
-		}
+	if err := s.pending.Done(s.out); err != nil {
+		return err
 	}
 	if s.conn != nil {
 		return nil // written straight to the connection
@@ -205,8 +141,6 @@ func (p parkingSink) Park() bool {
 	s.conn = conn
 	s.h.mu.Unlock()
 	s.w, s.rc = nil, nil
-	s.release = limit.KeepStream(s.ctx)
-	s.ctx = nil
 	return true
 }
 

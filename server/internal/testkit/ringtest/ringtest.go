@@ -55,6 +55,8 @@ type Server struct {
 	srv    *app.Server
 	cancel context.CancelFunc
 	done   chan error
+	// stopped closes once Stop has stopped the running instance.
+	stopped chan struct{}
 	// clients made by HTTPClient, closed before the server stops
 	clients []*http.Client
 }
@@ -84,7 +86,7 @@ func (s *Server) serve(ln net.Listener) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	s.mu.Lock()
-	s.srv, s.cancel, s.done = srv, cancel, done
+	s.srv, s.cancel, s.done, s.stopped = srv, cancel, done, make(chan struct{})
 	s.mu.Unlock()
 }
 
@@ -103,15 +105,19 @@ func (s *Server) Hub() *hub.Hub {
 }
 
 // Stop shuts the server down gracefully (DRAINING, streams end OK) and
-// waits for it. Safe to call twice.
+// waits for it. Safe to call twice: a second call waits for the first.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	cancel, done, clients := s.cancel, s.done, s.clients
+	cancel, done, clients, stopped := s.cancel, s.done, s.clients, s.stopped
 	s.cancel = nil
 	s.mu.Unlock()
 	if cancel == nil {
+		if stopped != nil {
+			<-stopped
+		}
 		return
 	}
+	defer close(stopped)
 	s.closeIdle(clients)
 	cancel()
 	for _, c := range clients {

@@ -1,4 +1,10 @@
-package app
+// Package edge is what stands between a client and the faces: the bounds on
+// what one client may take (Config; per-client limits are package limit's,
+// token checks package auth's), the handler every request passes first
+// (Handler: read deadline, Host check, CORS, write timeout, header checks),
+// HTTP/2 with its reset guard (ServeHTTP2), and the interceptors that make
+// a stream's request read like one message.
+package edge
 
 import (
 	"context"
@@ -6,22 +12,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"connectrpc.com/connect"
 	"golang.org/x/net/http2"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
 	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
-// Edge bounds what clients may take of the server at its edge: per-client
+// Config bounds what clients may take of the server at its edge: per-client
 // streams and publish rate (package limit), connections, and how long a
 // connection may idle or a request body may take (docs/limits.md). Zero
 // fields take their defaults: the rows of package settings named on them.
-type Edge struct {
+type Config struct {
 	// MaxStreamsPerClient bounds one client's open streams (Connect,
 	// gRPC, gRPC-Web and SSE together). Default settings.MaxStreamsPerClient;
 	// negative: no bound.
@@ -70,7 +76,8 @@ type Edge struct {
 	H2ResetPenalty time.Duration
 }
 
-func (e Edge) withDefaults() Edge {
+// WithDefaults returns e with every zero field set to its default.
+func (e Config) WithDefaults() Config {
 	// The per-client defaults are package limit's.
 	lim := limit.Config{MaxStreams: e.MaxStreamsPerClient, PublishRate: e.PublishRate, PublishBurst: e.PublishBurst,
 		PublishByteRate: float64(e.PublishByteRate), PublishByteBurst: e.PublishByteBurst}.WithDefaults()
@@ -93,7 +100,8 @@ func (e Edge) withDefaults() Edge {
 	return e
 }
 
-func (e Edge) validate() []error {
+// Validate reports the fields out of their bounds (after WithDefaults).
+func (e Config) Validate() []error {
 	var errs []error
 	if e.PublishRate > 0 && e.PublishBurst < 1 {
 		errs = append(errs, errors.New("publish-burst must be at least 1"))
@@ -119,7 +127,9 @@ func (e Edge) validate() []error {
 	return errs
 }
 
-func (e Edge) limiter(cfg Config, observe func(string)) *limit.Limiter {
+// Limiter returns the per-client limits of e; observe (nil: none) is told
+// the name of each limit that refuses a request.
+func (e Config) Limiter(observe func(string), log *slog.Logger) *limit.Limiter {
 	return limit.New(limit.Config{
 		MaxStreams:       e.MaxStreamsPerClient,
 		PublishRate:      e.PublishRate,
@@ -127,17 +137,17 @@ func (e Edge) limiter(cfg Config, observe func(string)) *limit.Limiter {
 		PublishByteRate:  float64(e.PublishByteRate),
 		PublishByteBurst: e.PublishByteBurst,
 		Observer:         observe,
-		Logger:           cfg.Logger,
+		Logger:           log,
 	})
 }
 
-// serveHTTP2 sets srv up to serve HTTP/2 (h2c and, with TLS, h2) with
+// ServeHTTP2 sets srv up to serve HTTP/2 (h2c and, with TLS, h2) with
 // golang.org/x/net/http2, whose server answers a connection error read from
 // its connection with GOAWAY: guard (nil: none) watches each connection's
 // frames for rapid reset (limit.ResetGuard). An h2c connection is watched
 // by the guard's listener, before net/http sees it; a TLS one here, once
 // ALPN chose h2, on the decrypted connection.
-func serveHTTP2(srv *http.Server, guard *limit.ResetGuard) error {
+func ServeHTTP2(srv *http.Server, guard *limit.ResetGuard) error {
 	h2 := &http2.Server{} // its settings come from srv (HTTP2, IdleTimeout)
 	if err := http2.ConfigureServer(srv, h2); err != nil {
 		return fmt.Errorf("configure HTTP/2: %w", err)
@@ -165,6 +175,12 @@ func serveHTTP2(srv *http.Server, guard *limit.ResetGuard) error {
 	return nil
 }
 
+// readDoneKey is the request-context key of the func that clears a
+// stream's read deadline (withReadDeadline sets it, streamDeadline calls
+// it). It must stay a context value: the deadline is the connection's, set
+// through the http.ResponseWriter, and only connect knows when a stream's
+// request has been read — connect-go gives an interceptor neither the
+// ResponseWriter nor any other per-request value from the HTTP layer.
 type readDoneKey struct{}
 
 // withReadDeadline is the outermost handler: before the Host check, CORS,
@@ -277,18 +293,10 @@ func (u *unreadBody) FlushError() error {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (u *unreadBody) Unwrap() http.ResponseWriter { return u.ResponseWriter }
 
-// streamingPaths are the URL paths of service's streaming methods (as
-// Connect, gRPC and gRPC-Web route them: /package.Service/Method).
-func streamingPaths(service protoreflect.ServiceDescriptor) map[string]bool {
-	paths := make(map[string]bool)
-	methods := service.Methods()
-	for i := range methods.Len() {
-		if md := methods.Get(i); md.IsStreamingClient() || md.IsStreamingServer() {
-			paths["/"+string(service.FullName())+"/"+string(md.Name())] = true
-		}
-	}
-	return paths
-}
+// OneRequestMessage returns the interceptor that answers a server stream's
+// request that cannot be read as one message with invalid_argument
+// (oneRequestMessage).
+func OneRequestMessage() connect.Interceptor { return oneRequestMessage{} }
 
 // oneRequestMessage answers a server stream's request that cannot be read
 // as one message — truncated, empty, or holding two messages — with
@@ -335,6 +343,11 @@ func (c *requestReader) Receive(msg any) error {
 	}
 	return err
 }
+
+// StreamDeadline returns the interceptor that clears a stream's read
+// deadline once its request is read (streamDeadline). Install it on every
+// handler that serves streams.
+func StreamDeadline() connect.Interceptor { return streamDeadline{} }
 
 // streamDeadline clears the read deadline (withReadDeadline) of every
 // stream (SubscribeEvents, gRPC health Watch, reflection) once its request

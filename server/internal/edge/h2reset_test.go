@@ -1,4 +1,4 @@
-package app_test
+package edge_test
 
 import (
 	"bytes"
@@ -181,11 +181,11 @@ func TestRapidResetIsCutOverH2C(t *testing.T) {
 // the frames are read after decryption: cut twice, the client is refused;
 // the four are counted too.
 func TestRapidResetIsCutOverTLS(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t)
+	certFile, keyFile, pool := ringtest.SelfSigned(t)
 	cfg := ringtest.Config()
 	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
 	cfg.Edge.H2ResetPenalty = time.Hour
-	_, addr, cancel, done := serveLoopback(t, cfg)
+	_, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	defer func() { cancel(); ringtest.Wait(t, done, 10*time.Second, "TLS server shutdown") }()
 	held, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
 	if err != nil {

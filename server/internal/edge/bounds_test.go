@@ -1,4 +1,4 @@
-package app_test
+package edge_test
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package app
+package edge
 
 import (
 	"errors"
@@ -13,9 +13,9 @@ import (
 	"github.com/rs/cors"
 )
 
-// validateOrigins checks --cors-origin values: "*" or an origin
+// ValidateOrigins checks --cors-origin values: "*" or an origin
 // (scheme://host[:port], nothing after it).
-func validateOrigins(origins []string) error {
+func ValidateOrigins(origins []string) error {
 	var errs []error
 	for _, o := range origins {
 		if o == "*" {
@@ -89,8 +89,32 @@ func hostCheck(allowed []string, ipOK bool, refusal string, next http.Handler) h
 	})
 }
 
-// hostCheckApplies reports whether the Host check guards cfg's server: an
-// open (auth none) server on loopback.
-func hostCheckApplies(cfg Config) bool {
-	return cfg.Auth == AuthNone && isLoopbackAddr(cfg.Addr)
+// withSideHostCheck refuses, with 403, requests to a side listener whose
+// Host is not a loopback name, an IP address, or one of allowed: a page
+// on another site that made its own name resolve to the listener's
+// address (DNS rebinding) still sends its own name as Host, and a side
+// listener has no token to stop it. An IP address cannot be such a page's
+// name, so scrapers that address the listener by IP need nothing more.
+func withSideHostCheck(allowed []string, next http.Handler) http.Handler {
+	return hostCheck(allowed, true, "forbidden: this listener answers only to loopback names, IP addresses and --allowed-host names", next)
+}
+
+// IsLoopbackAddr reports whether a listen address binds loopback only: a
+// loopback IP or "localhost". An empty host (":8080") binds every
+// interface.
+func IsLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	return isLoopbackHost(host)
+}
+
+// isLoopbackHost reports whether host (no port) is a loopback name or IP.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
