@@ -23,14 +23,15 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/face/rpc"
+	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/ops/buildinfo"
 	"github.com/ringcast/ringcast/server/internal/ops/console"
 	"github.com/ringcast/ringcast/server/internal/ops/demo"
-	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/limit"
 	"github.com/ringcast/ringcast/server/internal/ops/metrics"
-	"github.com/ringcast/ringcast/server/internal/face/rpc"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -566,7 +567,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.Logger.Info("ringcast serving",
 		"addr", ln.Addr().String(),
 		"url", scheme+"://"+ln.Addr().String(),
-		"epoch", hub.FormatEpoch(s.Hub.Epoch()),
+		"epoch", epoch.Format(s.Hub.Epoch()),
 		"window", cfg.Window,
 		"store", cmp.Or(cfg.Store.Kind, StoreMemory),
 		"demo", cfg.Demo,

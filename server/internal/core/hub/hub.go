@@ -13,8 +13,6 @@ package hub
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"log/slog"
 	"runtime"
@@ -26,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 )
 
 // ErrDraining is returned by Publish once the hub is draining or closed.
@@ -295,11 +294,11 @@ func NewContext(ctx context.Context, cfg Config) (*Hub, error) {
 	if h.log != nil {
 		return h, h.startLog(ctx)
 	}
-	epoch, err := newEpoch()
+	e, err := epoch.New()
 	if err != nil {
 		return nil, err
 	}
-	h.epoch = epoch
+	h.epoch = e
 	h.ring = newRing(cfg.Window, cfg.MaxRingBytes)
 	h.mu.Lock()
 	h.publishStatusLocked(h.boot)
@@ -307,19 +306,6 @@ func NewContext(ctx context.Context, cfg Config) (*Hub, error) {
 	h.notifierWG.Add(1)
 	go h.notify()
 	return h, nil
-}
-
-// newEpoch draws a random non-zero 64-bit epoch from crypto/rand.
-func newEpoch() (uint64, error) {
-	var b [8]byte
-	for {
-		if _, err := rand.Read(b[:]); err != nil {
-			return 0, err
-		}
-		if e := binary.BigEndian.Uint64(b[:]); e != 0 {
-			return e, nil
-		}
-	}
 }
 
 // Epoch is the hub's instance epoch.
@@ -541,7 +527,7 @@ func (h *Hub) Drain() {
 	seq := h.ring.head
 	h.mu.Unlock()
 	h.signal()
-	h.cfg.Logger.Info("draining", "epoch", FormatEpoch(h.epoch), "status_seq", seq)
+	h.cfg.Logger.Info("draining", "epoch", epoch.Format(h.epoch), "status_seq", seq)
 }
 
 // Close ends every stream and stops the notifier. Call Drain first for a

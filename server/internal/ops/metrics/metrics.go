@@ -11,8 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
 )
 
 // Outcomes are the subscribe outcomes, pre-registered per face.
@@ -159,7 +160,7 @@ func (m *Metrics) Watch(h *hub.Hub) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "ringcast_instance_info",
 			Help:        "Always 1; labels name the running instance (epoch as in SSE ids and logs) and its version.",
-			ConstLabels: prometheus.Labels{"epoch": hub.FormatEpoch(h.Epoch()), "version": st.GetServerVersion()},
+			ConstLabels: prometheus.Labels{"epoch": epoch.Format(h.Epoch()), "version": st.GetServerVersion()},
 		}, func() float64 { return 1 }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ringcast_boot_time_seconds",

@@ -16,10 +16,11 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/ops/metrics"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -240,7 +241,7 @@ func TestSubscribeOutcomes(t *testing.T) {
 	}
 	found := false
 	for k := range m {
-		if strings.HasPrefix(k, "ringcast_instance_info{") && strings.Contains(k, `epoch="`+hub.FormatEpoch(srv.Hub().Epoch())+`"`) {
+		if strings.HasPrefix(k, "ringcast_instance_info{") && strings.Contains(k, `epoch="`+epoch.Format(srv.Hub().Epoch())+`"`) {
 			found = true
 		}
 	}
