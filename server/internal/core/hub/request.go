@@ -2,7 +2,6 @@ package hub
 
 import (
 	"errors"
-	"strings"
 	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -55,22 +54,4 @@ func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request
 		UntilSeq:     m.GetUntilSeq(),
 		EndAtHead:    m.GetEndAtHead(),
 	}
-}
-
-// topicMatcher returns a matcher for a topics filter: an entry matches a
-// topic equal to it or a prefix of it ending at a "/" boundary.
-func topicMatcher(topics []string) func(string) bool {
-	return func(topic string) bool {
-		for _, t := range topics {
-			if MatchTopic(t, topic) {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// MatchTopic reports whether filter entry f matches topic.
-func MatchTopic(f, topic string) bool {
-	return topic == f || (len(topic) > len(f) && topic[len(f)] == '/' && strings.HasPrefix(topic, f))
 }

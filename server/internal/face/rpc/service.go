@@ -19,8 +19,8 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
 )
 
@@ -61,14 +61,16 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 		defer func() { sink.batch.hold = false }()
 	}
 	hreq := hub.RequestFromProto(hub.FaceConnect, req.Msg)
-	if err := auth.ScopeSubscribe(ctx, &hreq); err != nil {
+	scope, err := auth.ScopeSubscribe(ctx, hreq.Topics)
+	if err != nil {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			return connect.NewError(ae.Code(), err)
 		}
 		return connect.NewError(connect.CodePermissionDenied, err)
 	}
-	err := s.hub.Subscribe(ctx, hreq, sink)
+	hreq.Topics, hreq.Expiry = scope.Topics, scope.Expiry
+	err = s.hub.Subscribe(ctx, hreq, sink)
 	if err != nil && ctx.Err() != nil {
 		return connect.NewError(connect.CodeCanceled, ctx.Err())
 	}

@@ -27,8 +27,8 @@ import (
 	"buf.build/go/protovalidate"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
 
@@ -216,7 +216,8 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 	}
 	// With auth on, a topic outside the token's grant is refused and no
 	// topic means the grant (docs/security.md).
-	if err := auth.ScopeSubscribe(r.Context(), &req); err != nil {
+	scope, err := auth.ScopeSubscribe(r.Context(), req.Topics)
+	if err != nil {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			ae.Refuse(w)
@@ -225,6 +226,7 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 		}
 		return hub.Request{}, nil, errAnswered
 	}
+	req.Topics, req.Expiry = scope.Topics, scope.Expiry
 	sk := newSink(w)
 
 	// The header wins over the query: EventSource re-sends the URL it was
