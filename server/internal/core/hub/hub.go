@@ -400,44 +400,6 @@ func (h *Hub) publishStatusLocked(at time.Time) {
 	h.latest = ev
 }
 
-// Publish appends one commit holding facts and returns its receipt. The hub
-// takes ownership of facts (it sets each Index) and never modifies them
-// afterwards; the caller must not use them again. Facts are validated at the
-// RPC edge; Publish itself refuses, with an error wrapping ErrInvalidFact,
-// facts that could not be delivered to every subscriber (see checkFacts).
-// An idempotencyKey seen within the dedupe window returns the original
-// receipt with Duplicate set and appends nothing; a new one while the
-// dedupe table, or the publishing client's share of it (ContextWithClient),
-// is full of live keys is refused with a *DedupeFullError (ErrDedupeFull). With a
-// Log, the Log deduplicates (its window, across replicas and restarts) and
-// the hub keeps no dedupe table: no ErrDedupeFull, and a draining hub
-// refuses repeats too (ErrDraining) since only the Log knows them.
-func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
-	return h.PublishContext(context.Background(), facts, idempotencyKey)
-}
-
-// PublishContext is Publish with a context bounding the wait for a Log's
-// acknowledgement. With a Log the receipt is returned once the Log has
-// acknowledged the commit (and this hub holds it, unless ctx ends first); a
-// Log that fails yields an error wrapping ErrUnavailable.
-func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
-	if err := checkFacts(-1, facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
-		return Receipt{}, err
-	}
-	if h.log != nil {
-		indexFacts(facts)
-		return h.publishLog(ctx, Commit{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)})
-	}
-	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)}}
-	var receipts [1]Receipt
-	client := "" // only a new key takes from a client's share
-	if idempotencyKey != "" {
-		client = clientFrom(ctx)
-	}
-	err := h.publish(client, commits[:], receipts[:])
-	return receipts[0], err
-}
-
 // signal tells the notifier that head advanced; it never blocks. Call it
 // after the change, with h.mu released. A reader reads head (and the other
 // state it waits on) and takes wake in one critical section of h.mu, so

@@ -88,15 +88,13 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
 		return nil, connect.NewError(connect.CodePermissionDenied, err)
 	}
-	tctx := ctx // without a traceparent, the commit keeps none: no context value to add
-	if tp := traceparent(ctx, req.Header()); tp != "" {
-		tctx = hub.ContextWithTraceparent(ctx, tp)
-	}
-	if req.Msg.GetIdempotencyKey() != "" {
+	c := hub.Commit{Facts: req.Msg.GetFacts(), IdempotencyKey: req.Msg.GetIdempotencyKey(), Traceparent: traceparent(ctx, req.Header())}
+	pctx := ctx
+	if c.IdempotencyKey != "" {
 		// Its new key takes from its client's share of the dedupe table.
-		tctx = hub.ContextWithClient(tctx, auth.ClientID(ctx, req.Peer().Addr))
+		pctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
 	}
-	r, err := s.hub.PublishContext(tctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
+	r, err := s.hub.PublishCommit(pctx, c)
 	if err != nil {
 		return nil, publishError(err)
 	}
