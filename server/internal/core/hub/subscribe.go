@@ -43,7 +43,7 @@ type Flusher interface {
 }
 
 // EventSink is implemented by sinks that can make use of the event behind a
-// shared response (its cached encodings, see Event.Encoded): Subscribe calls
+// shared response (its cached encodings, see Event.Cache): Subscribe calls
 // SendEvent(ev) instead of Send(ev.Response()) whenever it sends an event's
 // shared response unchanged.
 type EventSink interface {
