@@ -253,7 +253,7 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	m := metrics.New() // one registry per server: nothing is registered globally
+	m := metrics.New(rpc.Face, sse.Face) // one registry per server: nothing is registered globally
 	mw, err := authMiddleware(cfg, m)
 	if err != nil {
 		return nil, err

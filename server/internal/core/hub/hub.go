@@ -165,7 +165,8 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports every configuration error of c with its defaults
-// applied, naming each field as its serve flag does.
+// applied, naming each setting by its name (window, max-ring-bytes, …),
+// not its Go field: the name the serve command's flags and the docs give it.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error

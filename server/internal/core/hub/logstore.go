@@ -166,7 +166,7 @@ func (h *Hub) Failed() <-chan error { return h.failed }
 // fail drains the hub after its Log was replaced and reports it on Failed.
 func (h *Hub) fail(err error) {
 	h.failOnce.Do(func() {
-		h.cfg.Logger.Error("the log was replaced or damaged under this replica: it drains and stops, so that nothing is served under its epoch; restart it to take the log's new epoch (a damaged log gets one only with --store-recover)",
+		h.cfg.Logger.Error("the log was replaced or damaged under this replica: it drains and stops, so that nothing is served under its epoch; restart it to take the log's new epoch (a damaged log gets one only when its store is told to recover it)",
 			"epoch", epoch.Format(h.epoch), "err", err)
 		h.Drain()
 		h.stopFollow()

@@ -7,18 +7,9 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
-// The faces a stream arrives on, as metrics label them.
-const (
-	FaceConnect = "connect" // Connect, gRPC and gRPC-Web (package rpc)
-	FaceSSE     = "sse"     // Server-Sent Events (package sse)
-)
-
-// Faces lists every face.
-var Faces = []string{FaceConnect, FaceSSE}
-
 // Request is a subscribe, independent of the face it arrived on.
 type Request struct {
-	Face         string // FaceConnect or FaceSSE: for metrics only
+	Face         string // the name of the face it arrived on (e.g. rpc.Face): an Observer label only
 	SinceSeq     uint64
 	Epoch        uint64
 	SinceFact    uint32

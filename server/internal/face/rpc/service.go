@@ -24,6 +24,10 @@ import (
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
 )
 
+// Face is the face's name: the label its streams and refusals carry in
+// metrics (hub.Request.Face, auth's refusals).
+const Face = "connect"
+
 // Service implements ringcastv1connect.EventServiceHandler over a hub.
 type Service struct {
 	hub *hub.Hub
@@ -60,7 +64,7 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 		sink.batch.hold = true
 		defer func() { sink.batch.hold = false }()
 	}
-	hreq := hub.RequestFromProto(hub.FaceConnect, req.Msg)
+	hreq := hub.RequestFromProto(Face, req.Msg)
 	scope, err := auth.ScopeSubscribe(ctx, hreq.Topics)
 	if err != nil {
 		var ae *auth.Error

@@ -32,6 +32,10 @@ import (
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
 
+// Face is the face's name: the label its streams and refusals carry in
+// metrics (hub.Request.Face, auth's refusals).
+const Face = "sse"
+
 // Handler serves GET /events. Create it with New.
 type Handler struct {
 	hub *hub.Hub
@@ -321,5 +325,5 @@ func parseQuery(r *http.Request) (query, error) {
 		}
 		return query{}, fmt.Errorf("bad query: %w", err)
 	}
-	return query{Request: hub.RequestFromProto(hub.FaceSSE, m), QueryLastID: q.Get("lastEventId")}, nil
+	return query{Request: hub.RequestFromProto(Face, m), QueryLastID: q.Get("lastEventId")}, nil
 }

@@ -49,8 +49,10 @@ var (
 )
 
 // New returns metrics on a fresh registry holding ringcast's collectors and
-// the Go and process collectors.
-func New() *Metrics {
+// the Go and process collectors. faces are the names of the faces streams
+// arrive on (hub.Request.Face): every series labelled by face is
+// registered for each of them from the start.
+func New(faces ...string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		subscribes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -101,9 +103,9 @@ func New() *Metrics {
 	// Every face is pre-registered so every series exists from the first
 	// scrape (a rate over a series that appears late misses its first
 	// increments).
-	m.lagBy = make(map[string]prometheus.Observer, len(hub.Faces))
-	m.replayAgeBy = make(map[string]prometheus.Observer, len(hub.Faces))
-	for _, f := range hub.Faces {
+	m.lagBy = make(map[string]prometheus.Observer, len(faces))
+	m.replayAgeBy = make(map[string]prometheus.Observer, len(faces))
+	for _, f := range faces {
 		for _, o := range Outcomes {
 			m.subscribes.WithLabelValues(f, string(o))
 		}
