@@ -205,6 +205,12 @@ func (c *eventCodec) envelope(ev *hub.Event) ([]byte, error) {
 	if b := ev.Cached(c.slot); b != nil {
 		return b, nil
 	}
+	return c.cache(ev)
+}
+
+// cache builds ev's envelope and hands it to the event's cache (kept apart
+// from envelope so that the cached case inlines into its callers).
+func (c *eventCodec) cache(ev *hub.Event) ([]byte, error) {
 	b, err := c.marshal(ev.Response(), ev.ProtoSize())
 	if err != nil {
 		return nil, err

@@ -89,6 +89,12 @@ func eventFrame(ev *hub.Event) ([]byte, error) {
 	if b := ev.Cached(frameSlot); b != nil {
 		return b, nil
 	}
+	return cacheFrame(ev)
+}
+
+// cacheFrame builds ev's frame and hands it to the event's cache (kept
+// apart from eventFrame so that the cached case inlines into its callers).
+func cacheFrame(ev *hub.Event) ([]byte, error) {
 	b, err := sizedFrame(ev.Response(), ev.ProtoSize())
 	if err != nil {
 		return nil, err
