@@ -23,6 +23,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/edge"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
@@ -253,7 +254,7 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	m := metrics.New() // one registry per server: nothing is registered globally
+	m := metrics.New(rpc.Face, sse.Face) // one registry per server: nothing is registered globally
 	mw, err := authMiddleware(cfg, m)
 	if err != nil {
 		return nil, err
@@ -572,7 +573,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.Logger.Info("ringcast serving",
 		"addr", ln.Addr().String(),
 		"url", scheme+"://"+ln.Addr().String(),
-		"epoch", hub.FormatEpoch(s.Hub.Epoch()),
+		"epoch", epoch.Format(s.Hub.Epoch()),
 		"window", cfg.Window,
 		"store", cmp.Or(cfg.Store.Kind, StoreMemory),
 		"demo", cfg.Demo,

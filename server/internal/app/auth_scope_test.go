@@ -10,8 +10,8 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/app"
+	"github.com/ringcast/ringcast/server/internal/core/topic"
 	"github.com/ringcast/ringcast/server/internal/testkit/authtest"
-	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -152,10 +152,10 @@ func TestSubscribeScopedToGrant(t *testing.T) {
 	}
 }
 
-// grantAllows matches topic against grant entries as the server does.
-func grantAllows(grant []string, topic string) bool {
+// grantAllows matches topic name against grant entries as the server does.
+func grantAllows(grant []string, name string) bool {
 	for _, g := range grant {
-		if g == "*" || hub.MatchTopic(g, topic) {
+		if g == "*" || topic.Match(g, name) {
 			return true
 		}
 	}

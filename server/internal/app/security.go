@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
-	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/edge"
 	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/face/rpc"
+	"github.com/ringcast/ringcast/server/internal/face/sse"
 )
 
 // The values of Config.Auth.
@@ -64,7 +65,7 @@ func guardRPC(mw *auth.Middleware, h http.Handler) http.Handler {
 	if mw == nil {
 		return h
 	}
-	return mw.Connect(hub.FaceConnect, h, ringcastv1connect.EventServiceGetServerStatusProcedure)
+	return mw.Connect(rpc.Face, h, ringcastv1connect.EventServiceGetServerStatusProcedure)
 }
 
 // guardSSE puts the token check in front of GET /events.
@@ -72,7 +73,7 @@ func guardSSE(mw *auth.Middleware, h http.Handler) http.Handler {
 	if mw == nil {
 		return h
 	}
-	return mw.EventSource(hub.FaceSSE, h)
+	return mw.EventSource(sse.Face, h)
 }
 
 // logSecurity logs how the server is exposed, once at start.

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -18,15 +19,16 @@ import (
 //
 // An Event is immutable once published and shared by every subscriber:
 // nothing may modify it, its response or the facts it holds. Only its cache
-// of encodings of that response fills in, once per encoding (Encoded).
+// of encodings of that response fills in, once per Slot (Cache).
 type Event struct {
 	Seq  uint64
 	Time time.Time
 	// resp is the complete response an unfiltered subscriber sends for this
 	// event (seq, epoch, time and payload), built once at publish.
 	resp *ringcastv1.SubscribeEventsResponse
-	// encoded caches resp in each Encoding, filled on first use.
-	encoded [numEncodings]atomic.Pointer[[]byte]
+	// encoded caches resp in each claimed Slot's encoding, filled on
+	// first use (Cache).
+	encoded [maxSlots]atomic.Pointer[[]byte]
 	// size is resp's protobuf size, what its encodings are sized from.
 	size int64
 	// cost is what the event holds on the heap (its response and facts,
@@ -46,48 +48,61 @@ type Event struct {
 // evictedMark in Event.cached: the event has left the ring.
 const evictedMark = math.MinInt64
 
-// Encoding names a wire encoding of an event's shared response, cached on
-// the event (see Encoded).
-type Encoding uint8
+// Slot is one place in every event's cache of encodings of its shared
+// response. A face claims one per wire encoding it sends events in
+// (NewSlot, at init) and fills it on first use (Event.Cache); the hub
+// never encodes and never calls the face: it only keeps what the face
+// gives it and accounts for it.
+type Slot uint8
 
-// The cached encodings.
-const (
-	EncodingProto Encoding = iota // protobuf binary (package rpc caches it enveloped)
-	EncodingJSON                  // protobuf JSON (likewise)
-	EncodingSSE                   // a Server-Sent Events frame
-	numEncodings
-)
+// maxSlots is how many encodings an event can cache: each is a pointer on
+// every event, allocated whether used or not.
+const maxSlots = 3
 
-// Encoded returns the shared response in encoding enc, calling marshal to
-// build it on first use: every subscriber sending the event unchanged then
-// shares one encoding per wire format instead of encoding it per send.
-// The event is immutable, so the bytes never go stale. Concurrent first
-// uses may each call marshal; one result is kept and returned from then on.
-// The returned bytes are shared and must not be modified.
+// claimedSlots counts the slots NewSlot has claimed.
+var claimedSlots atomic.Uint32
+
+// NewSlot claims a slot of the events' encoding cache. Call it once per
+// encoding, at package init; it panics past maxSlots.
+func NewSlot() Slot {
+	n := claimedSlots.Add(1) - 1
+	if n >= maxSlots {
+		panic(fmt.Sprintf("hub: more than %d encoding slots claimed (raise maxSlots)", maxSlots))
+	}
+	return Slot(n)
+}
+
+// Cached returns the encoding cached in slot s, or nil when there is none
+// yet: the caller then encodes the response (Response, sized from
+// ProtoSize) and hands the bytes to Cache. The returned bytes are shared
+// and must not be modified.
+func (e *Event) Cached(s Slot) []byte {
+	if b := e.encoded[s].Load(); b != nil {
+		return *b
+	}
+	return nil
+}
+
+// Cache keeps b, the encoding of the event's shared response that slot s
+// holds, and returns the bytes to send: b, or the encoding another send
+// cached first. Every subscriber sending the event unchanged then shares
+// one encoding per slot instead of encoding it per send; the event is
+// immutable, so the bytes never go stale. From the call on, b is shared
+// and must not be modified.
 //
 // Cached encodings count against the ring's byte budget: an encoding is
 // cached only while the event is in the ring and the ring's bytes, with
-// it, stay within the bound; otherwise it is returned without being kept
+// it, stay within the bound; otherwise b is returned without being kept
 // (the caller still sends it, it is just encoded again on the next send).
 // When the ring drops the event, its encodings leave the budget with it.
-//
-// marshal is given the response's protobuf size with it, to size its
-// buffer: an encoding that outgrows its first buffer is copied. The
-// budget counts an encoding's length, so one kept with much more room
+// The budget counts an encoding's length, so one kept with much more room
 // than it uses is copied to its length first (see clip).
-func (e *Event) Encoded(enc Encoding, marshal func(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error)) ([]byte, error) {
-	slot := &e.encoded[enc]
-	if b := slot.Load(); b != nil {
-		return *b, nil
-	}
-	b, err := marshal(e.resp, int(e.size))
-	if err != nil {
-		return nil, err
-	}
+func (e *Event) Cache(s Slot, b []byte) []byte {
 	if !e.reserve(int64(len(b))) {
-		return b, nil
+		return b
 	}
 	b = clip(b)
+	slot := &e.encoded[s]
 	if !slot.CompareAndSwap(nil, &b) {
 		e.release(int64(len(b)))
 		// Another send cached it first; the ring may have dropped the
@@ -96,8 +111,12 @@ func (e *Event) Encoded(enc Encoding, marshal func(r *ringcastv1.SubscribeEvents
 			b = *p
 		}
 	}
-	return b, nil
+	return b
 }
+
+// ProtoSize is the shared response's protobuf size, to size an encoding's
+// buffer from: an encoding that outgrows its first buffer is copied.
+func (e *Event) ProtoSize() int { return int(e.size) }
 
 // clip returns b, or a copy of it without spare capacity when b's buffer
 // holds more than a quarter (and 64 bytes) more than b: a buffer sized from
@@ -154,9 +173,9 @@ func (e *Event) evict() {
 	}
 }
 
-// Size is what the event costs the ring's byte budget, without cached
+// Cost is what the event costs the ring's byte budget, without cached
 // encodings: what its response and facts hold on the heap.
-func (e *Event) Size() int64 { return e.cost }
+func (e *Event) Cost() int64 { return e.cost }
 
 // Response is the shared, read-only response for this event.
 func (e *Event) Response() *ringcastv1.SubscribeEventsResponse { return e.resp }

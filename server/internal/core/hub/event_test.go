@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -53,13 +52,4 @@ func TestPublishedEventSizeIsItsEncodedSize(t *testing.T) {
 	}
 	check(rs[0].Seq)
 	check(rs[1].Seq)
-}
-
-// TestFormatEpoch: an epoch is 16 lower-case hex digits, zero-padded.
-func TestFormatEpoch(t *testing.T) {
-	for _, e := range []uint64{0, 1, 0xf, 0x10, 0xdeadbeef, 1 << 63, 0x0123456789abcdef, ^uint64(0)} {
-		if got, want := FormatEpoch(e), fmt.Sprintf("%016x", e); got != want {
-			t.Errorf("FormatEpoch(%#x) = %q, want %q", e, got, want)
-		}
-	}
 }

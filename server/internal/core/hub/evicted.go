@@ -82,7 +82,7 @@ func (x *evictedTopics) prune() {
 
 // missed reports whether an event with seq >= from that a stream with
 // filter topics would have sent has left the ring. Every entry of topics
-// is a topic or a prefix of topics at a "/" boundary (MatchTopic), which is
+// is a topic or a prefix of topics at a "/" boundary (topic.Match), which is
 // exactly what the index is keyed by.
 func (x *evictedTopics) missed(topics []string, from uint64) bool {
 	if x.seq(statusTopic) >= from {

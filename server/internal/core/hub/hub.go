@@ -13,8 +13,6 @@ package hub
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
@@ -152,7 +151,8 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports every configuration error of c with its defaults
-// applied, naming each field as its serve flag does.
+// applied, naming each setting by its name (window, max-ring-bytes, …),
+// not its Go field: the name the serve command's flags and the docs give it.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error
@@ -284,11 +284,11 @@ func NewContext(ctx context.Context, cfg Config) (*Hub, error) {
 	if h.log != nil {
 		return h, h.startLog(ctx)
 	}
-	epoch, err := newEpoch()
+	e, err := epoch.New()
 	if err != nil {
 		return nil, err
 	}
-	h.epoch = epoch
+	h.epoch = e
 	h.ring = newRing(cfg.Window, cfg.MaxRingBytes)
 	h.mu.Lock()
 	h.publishStatusLocked(h.boot)
@@ -296,19 +296,6 @@ func NewContext(ctx context.Context, cfg Config) (*Hub, error) {
 	h.notifierWG.Add(1)
 	go h.notify()
 	return h, nil
-}
-
-// newEpoch draws a random non-zero 64-bit epoch from crypto/rand.
-func newEpoch() (uint64, error) {
-	var b [8]byte
-	for {
-		if _, err := rand.Read(b[:]); err != nil {
-			return 0, err
-		}
-		if e := binary.BigEndian.Uint64(b[:]); e != 0 {
-			return e, nil
-		}
-	}
 }
 
 // Epoch is the hub's instance epoch.
@@ -403,44 +390,6 @@ func (h *Hub) publishStatusLocked(at time.Time) {
 	h.latest = ev
 }
 
-// Publish appends one commit holding facts and returns its receipt. The hub
-// takes ownership of facts (it sets each Index) and never modifies them
-// afterwards; the caller must not use them again. Facts are validated at the
-// RPC edge; Publish itself refuses, with an error wrapping ErrInvalidFact,
-// facts that could not be delivered to every subscriber (see checkFacts).
-// An idempotencyKey seen within the dedupe window returns the original
-// receipt with Duplicate set and appends nothing; a new one while the
-// dedupe table, or the publishing client's share of it (ContextWithClient),
-// is full of live keys is refused with a *DedupeFullError (ErrDedupeFull). With a
-// Log, the Log deduplicates (its window, across replicas and restarts) and
-// the hub keeps no dedupe table: no ErrDedupeFull, and a draining hub
-// refuses repeats too (ErrDraining) since only the Log knows them.
-func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
-	return h.PublishContext(context.Background(), facts, idempotencyKey)
-}
-
-// PublishContext is Publish with a context bounding the wait for a Log's
-// acknowledgement. With a Log the receipt is returned once the Log has
-// acknowledged the commit (and this hub holds it, unless ctx ends first); a
-// Log that fails yields an error wrapping ErrUnavailable.
-func (h *Hub) PublishContext(ctx context.Context, facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
-	if err := checkFacts(-1, facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
-		return Receipt{}, err
-	}
-	if h.log != nil {
-		indexFacts(facts)
-		return h.publishLog(ctx, Commit{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)})
-	}
-	commits := [1]Commit{{Facts: facts, IdempotencyKey: idempotencyKey, Traceparent: traceparentFrom(ctx)}}
-	var receipts [1]Receipt
-	client := "" // only a new key takes from a client's share
-	if idempotencyKey != "" {
-		client = clientFrom(ctx)
-	}
-	err := h.publish(client, commits[:], receipts[:])
-	return receipts[0], err
-}
-
 // signal tells the notifier that head advanced; it never blocks. Call it
 // after the change, with h.mu released. A reader reads head (and the other
 // state it waits on) and takes wake in one critical section of h.mu, so
@@ -530,7 +479,7 @@ func (h *Hub) Drain() {
 	seq := h.ring.head
 	h.mu.Unlock()
 	h.signal()
-	h.cfg.Logger.Info("draining", "epoch", FormatEpoch(h.epoch), "status_seq", seq)
+	h.cfg.Logger.Info("draining", "epoch", epoch.Format(h.epoch), "status_seq", seq)
 }
 
 // Close ends every stream and stops the notifier. Call Drain first for a

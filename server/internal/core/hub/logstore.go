@@ -7,6 +7,7 @@ import (
 	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 )
 
 // receiptWait bounds how long a publish through a Log waits, after the
@@ -52,7 +53,7 @@ func (h *Hub) startLog(ctx context.Context) error {
 		h.Close()
 		return fmt.Errorf("rebuild from the log up to seq %d: %w", last, err)
 	}
-	h.cfg.Logger.Info("log rebuilt", "epoch", FormatEpoch(h.epoch), "first", first, "from", from, "head", last)
+	h.cfg.Logger.Info("log rebuilt", "epoch", epoch.Format(h.epoch), "first", first, "from", from, "head", last)
 	return nil
 }
 
@@ -165,8 +166,8 @@ func (h *Hub) Failed() <-chan error { return h.failed }
 // fail drains the hub after its Log was replaced and reports it on Failed.
 func (h *Hub) fail(err error) {
 	h.failOnce.Do(func() {
-		h.cfg.Logger.Error("the log was replaced or damaged under this replica: it drains and stops, so that nothing is served under its epoch; restart it to take the log's new epoch (a damaged log gets one only with --store-recover)",
-			"epoch", FormatEpoch(h.epoch), "err", err)
+		h.cfg.Logger.Error("the log was replaced or damaged under this replica: it drains and stops, so that nothing is served under its epoch; restart it to take the log's new epoch (a damaged log gets one only when its store is told to recover it)",
+			"epoch", epoch.Format(h.epoch), "err", err)
 		h.Drain()
 		h.stopFollow()
 		h.failed <- err

@@ -46,16 +46,3 @@ func (nopObserver) StreamEnded(string)                    {}
 func (nopObserver) Lagged(string)                         {}
 func (nopObserver) Published(int, time.Duration)          {}
 func (nopObserver) Delivered(string, bool, time.Duration) {}
-
-// FormatEpoch renders an epoch as 16 lower-case hex digits, the form used in
-// logs and SSE ids.
-func FormatEpoch(epoch uint64) string { return string(AppendEpoch(nil, epoch)) }
-
-// AppendEpoch appends FormatEpoch(epoch) to b.
-func AppendEpoch(b []byte, epoch uint64) []byte {
-	const hex = "0123456789abcdef"
-	for shift := 60; shift >= 0; shift -= 4 {
-		b = append(b, hex[epoch>>shift&0xf])
-	}
-	return b
-}

@@ -9,22 +9,14 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
-// Commit is one commit to publish: its facts and an optional idempotency
-// key (see Publish).
+// Commit is one commit to publish (PublishCommit, PublishBatch): its facts,
+// an optional idempotency key and an optional traceparent.
 type Commit struct {
 	Facts          []*ringcastv1.Fact
 	IdempotencyKey string
 	// Traceparent is the W3C trace context of the publish, kept on the
 	// commit for consumers, on every store (empty: none).
 	Traceparent string
-}
-
-type traceparentKey struct{}
-
-// ContextWithTraceparent returns ctx carrying a publish's W3C traceparent;
-// PublishContext keeps it on the commit.
-func ContextWithTraceparent(ctx context.Context, traceparent string) context.Context {
-	return context.WithValue(ctx, traceparentKey{}, traceparent)
 }
 
 type clientKey struct{}
@@ -43,10 +35,47 @@ func clientFrom(ctx context.Context) string {
 	return id
 }
 
-// traceparentFrom is the traceparent ContextWithTraceparent put in ctx.
-func traceparentFrom(ctx context.Context) string {
-	tp, _ := ctx.Value(traceparentKey{}).(string)
-	return tp
+// Publish appends one commit holding facts and returns its receipt: it is
+// PublishCommit without a context, an idempotency key's client or a
+// traceparent.
+func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
+	return h.PublishCommit(context.Background(), Commit{Facts: facts, IdempotencyKey: idempotencyKey})
+}
+
+// PublishCommit appends one commit and returns its receipt. The hub takes
+// ownership of its facts (it sets each Index) and never modifies them
+// afterwards; the caller must not use them again. Facts are validated at the
+// RPC edge; PublishCommit itself refuses, with an error wrapping
+// ErrInvalidFact, facts that could not be delivered to every subscriber (see
+// checkFacts). An idempotency key seen within the dedupe window returns the
+// original receipt with Duplicate set and appends nothing; a new one while
+// the dedupe table, or the publishing client's share of it
+// (ContextWithClient), is full of live keys is refused with a
+// *DedupeFullError (ErrDedupeFull). With a Log, the Log deduplicates (its
+// window, across replicas and restarts) and the hub keeps no dedupe table:
+// no ErrDedupeFull, and a draining hub refuses repeats too (ErrDraining)
+// since only the Log knows them.
+//
+// ctx bounds the wait for a Log's acknowledgement: with a Log the receipt
+// is returned once the Log has acknowledged the commit (and this hub holds
+// it, unless ctx ends first); a Log that fails yields an error wrapping
+// ErrUnavailable.
+func (h *Hub) PublishCommit(ctx context.Context, c Commit) (Receipt, error) {
+	if err := checkFacts(-1, c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
+		return Receipt{}, err
+	}
+	if h.log != nil {
+		indexFacts(c.Facts)
+		return h.publishLog(ctx, c)
+	}
+	commits := [1]Commit{c}
+	var receipts [1]Receipt
+	client := "" // only a new key takes from a client's share
+	if c.IdempotencyKey != "" {
+		client = clientFrom(ctx)
+	}
+	err := h.publish(client, commits[:], receipts[:])
+	return receipts[0], err
 }
 
 // ErrBatchUnsupported is returned by PublishBatch for a batch of more than
@@ -82,7 +111,7 @@ type BatchLog interface {
 // with no dedupe table in the hub (so no ErrDedupeFull), and a draining hub
 // refuses every batch with ErrDraining, repeats included: the Log alone
 // knows which keys it has seen. ctx bounds the wait for its
-// acknowledgement, as in PublishContext.
+// acknowledgement, as in PublishCommit.
 func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, error) {
 	for i, c := range commits {
 		if err := checkFacts(i, c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {

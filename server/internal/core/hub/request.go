@@ -2,24 +2,14 @@ package hub
 
 import (
 	"errors"
-	"strings"
 	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
-// The faces a stream arrives on, as metrics label them.
-const (
-	FaceConnect = "connect" // Connect, gRPC and gRPC-Web (package rpc)
-	FaceSSE     = "sse"     // Server-Sent Events (package sse)
-)
-
-// Faces lists every face.
-var Faces = []string{FaceConnect, FaceSSE}
-
 // Request is a subscribe, independent of the face it arrived on.
 type Request struct {
-	Face         string // FaceConnect or FaceSSE: for metrics only
+	Face         string // the name of the face it arrived on (e.g. rpc.Face): an Observer label only
 	SinceSeq     uint64
 	Epoch        uint64
 	SinceFact    uint32
@@ -55,22 +45,4 @@ func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request
 		UntilSeq:     m.GetUntilSeq(),
 		EndAtHead:    m.GetEndAtHead(),
 	}
-}
-
-// topicMatcher returns a matcher for a topics filter: an entry matches a
-// topic equal to it or a prefix of it ending at a "/" boundary.
-func topicMatcher(topics []string) func(string) bool {
-	return func(topic string) bool {
-		for _, t := range topics {
-			if MatchTopic(t, topic) {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// MatchTopic reports whether filter entry f matches topic.
-func MatchTopic(f, topic string) bool {
-	return topic == f || (len(topic) > len(f) && topic[len(f)] == '/' && strings.HasPrefix(topic, f))
 }

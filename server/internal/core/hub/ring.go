@@ -15,7 +15,7 @@ import (
 //     oldest()-1 == head and "resume after head" is servable. low is 1
 //     unless the ring started (or restarted, see skipTo) after a given seq.
 //   - head-low+1 <= len(slots), and the bytes held (bytes.Load(): each
-//     event's cost plus the encodings cached on it, see Event.Encoded) stay
+//     event's cost plus the encodings cached on it, see Event.Cache) stay
 //     within maxBytes after every push, except that the newest event is
 //     always kept: one event larger than the budget is the whole ring.
 //

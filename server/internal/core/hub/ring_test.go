@@ -76,7 +76,7 @@ func TestRingDropsOldestWhenBytesExceedTheBound(t *testing.T) {
 		r.push(sizedEvent(seq, 900+int(seq%7)*100))
 		var sum int64
 		for s := r.oldest(); s <= r.head; s++ {
-			sum += r.get(s).Size()
+			sum += r.get(s).Cost()
 		}
 		if got := r.bytes.Load(); got != sum || got > 12_000 {
 			t.Fatalf("after %d: bytes %d, held events sum to %d, bound 12000", seq, got, sum)
@@ -101,26 +101,20 @@ func TestCachedEncodingKeepsLittleSpareRoom(t *testing.T) {
 	r := newRing(100, 1<<20)
 	ev := sizedEvent(1, 100)
 	r.push(ev)
-	enc := func(n, c int) func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) {
-		return func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) { return make([]byte, n, c), nil }
-	}
 	for _, tc := range []struct {
-		enc      Encoding
+		slot     Slot
 		len, cap int
 		wantCap  int
 	}{
-		{EncodingProto, 1000, 4000, 1000}, // 4× its length: copied
-		{EncodingJSON, 1000, 1314, 1314},  // a quarter and 64 bytes more: kept
-		{EncodingSSE, 10, 74, 74},         // small: 64 bytes spare are kept
+		{testSlots[0], 1000, 4000, 1000}, // 4× its length: copied
+		{testSlots[1], 1000, 1314, 1314}, // a quarter and 64 bytes more: kept
+		{testSlots[2], 10, 74, 74},       // small: 64 bytes spare are kept
 	} {
-		b, err := ev.Encoded(tc.enc, enc(tc.len, tc.cap))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := ev.Cache(tc.slot, make([]byte, tc.len, tc.cap))
 		if len(b) != tc.len || cap(b) != tc.wantCap {
 			t.Errorf("encoding of %d bytes in a buffer of %d: kept with capacity %d, want %d", tc.len, tc.cap, cap(b), tc.wantCap)
 		}
-		if kept := ev.encoded[tc.enc].Load(); kept == nil || cap(*kept) != tc.wantCap {
+		if kept := ev.encoded[tc.slot].Load(); kept == nil || cap(*kept) != tc.wantCap {
 			t.Errorf("encoding of %d bytes in a buffer of %d: not cached as returned", tc.len, tc.cap)
 		}
 	}
@@ -131,13 +125,11 @@ func TestCachedEncodingsCountAgainstTheRingBudget(t *testing.T) {
 	ev := sizedEvent(1, 1000)
 	r.push(ev)
 	base := r.bytes.Load()
-	enc := func(n int) func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) {
-		return func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error) { return make([]byte, n), nil }
-	}
-	if b, _ := ev.Encoded(EncodingProto, enc(1500)); len(b) != 1500 || r.bytes.Load() != base+1500 {
+	proto, json, sse := testSlots[0], testSlots[1], testSlots[2]
+	if b := ev.Cache(proto, make([]byte, 1500)); len(b) != 1500 || r.bytes.Load() != base+1500 {
 		t.Fatalf("cached 1500 bytes: ring bytes %d, want %d", r.bytes.Load(), base+1500)
 	}
-	if b, _ := ev.Encoded(EncodingJSON, enc(4000)); len(b) != 4000 || ev.encoded[EncodingJSON].Load() != nil || r.bytes.Load() != base+1500 {
+	if b := ev.Cache(json, make([]byte, 4000)); len(b) != 4000 || ev.encoded[json].Load() != nil || r.bytes.Load() != base+1500 {
 		t.Fatalf("an encoding over the bound was cached (ring bytes %d)", r.bytes.Load())
 	}
 	for seq := uint64(2); seq <= 5; seq++ {
@@ -148,12 +140,12 @@ func TestCachedEncodingsCountAgainstTheRingBudget(t *testing.T) {
 	}
 	var sum int64
 	for s := r.oldest(); s <= r.head; s++ {
-		sum += r.get(s).Size()
+		sum += r.get(s).Cost()
 	}
 	if r.bytes.Load() != sum {
 		t.Fatalf("after dropping it: ring bytes %d, want %d", r.bytes.Load(), sum)
 	}
-	if _, _ = ev.Encoded(EncodingSSE, enc(10)); ev.encoded[EncodingSSE].Load() != nil || ev.encoded[EncodingProto].Load() != nil {
+	if _ = ev.Cache(sse, make([]byte, 10)); ev.encoded[sse].Load() != nil || ev.encoded[proto].Load() != nil {
 		t.Fatal("a dropped event keeps or caches encodings")
 	}
 }
@@ -170,13 +162,13 @@ func TestAppendRangeStopsAtItsBytes(t *testing.T) {
 		}
 		r.push(sizedEvent(seq, n))
 	}
-	one := r.get(1).Size()
+	one := r.get(1).Cost()
 	var prev uint64
 	for from := uint64(1); from <= 20; from = prev + 1 {
 		got := r.appendRange(nil, from, 20, 5*one)
 		var sum int64
 		for _, ev := range got {
-			sum += ev.Size()
+			sum += ev.Cost()
 		}
 		prev = got[len(got)-1].Seq
 		switch {

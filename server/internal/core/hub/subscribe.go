@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/topic"
 )
 
 // maxBatch bounds how many events a stream copies out of the ring per lock.
@@ -42,7 +43,7 @@ type Flusher interface {
 }
 
 // EventSink is implemented by sinks that can make use of the event behind a
-// shared response (its cached encodings, see Event.Encoded): Subscribe calls
+// shared response (its cached encodings, see Event.Cache): Subscribe calls
 // SendEvent(ev) instead of Send(ev.Response()) whenever it sends an event's
 // shared response unchanged.
 type EventSink interface {
@@ -76,7 +77,7 @@ func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) (err error)
 	s.eventSink, _ = sink.(EventSink)
 	s.parker, _ = sink.(Parker)
 	if len(req.Topics) > 0 {
-		s.match = topicMatcher(req.Topics)
+		s.match = topic.Matcher(req.Topics)
 	}
 	if h.cfg.Lease > 0 {
 		j := 1 + h.cfg.LeaseJitter*(2*rand.Float64()-1)

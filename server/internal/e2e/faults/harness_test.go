@@ -23,9 +23,9 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 	"github.com/ringcast/ringcast/server/internal/testkit/faultproxy"
 	"github.com/ringcast/ringcast/server/internal/testkit/history"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // fastBackoff keeps reconnects quick so a scenario stays short.

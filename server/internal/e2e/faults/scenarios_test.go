@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
-	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 	"github.com/ringcast/ringcast/server/internal/testkit/faultproxy"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // scenarioFaults is the proxy schedule of the short scenarios.

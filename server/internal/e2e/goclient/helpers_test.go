@@ -15,6 +15,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/core/topic"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -99,9 +100,9 @@ func (l *ledger) expect(after uint64, filter ...string) []want {
 	return out
 }
 
-func matches(filter []string, topic string) bool {
+func matches(filter []string, name string) bool {
 	for _, f := range filter {
-		if hub.MatchTopic(f, topic) {
+		if topic.Match(f, name) {
 			return true
 		}
 	}

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/core/topic"
 )
 
 // Grant is a token's list of topic entries (the "publish" or "subscribe"
 // claim). An entry matches a topic as a subscribe filter does
-// (hub.MatchTopic); the entry "*" matches every topic; an empty grant
+// (topic.Match); the entry "*" matches every topic; an empty grant
 // matches nothing.
 type Grant []string
 
@@ -27,11 +27,11 @@ func (g Grant) All() bool {
 	return false
 }
 
-// Allows reports whether g grants topic (or, equally, the whole of a
+// Allows reports whether g grants topic t (or, equally, the whole of a
 // subscribe filter entry: every topic under it).
-func (g Grant) Allows(topic string) bool {
+func (g Grant) Allows(t string) bool {
 	for _, e := range g {
-		if e == "*" || hub.MatchTopic(e, topic) {
+		if e == "*" || topic.Match(e, t) {
 			return true
 		}
 	}
@@ -132,33 +132,43 @@ func CheckPublish(ctx context.Context, facts []*ringcastv1.Fact) error {
 	return nil
 }
 
-// ScopeSubscribe fits a subscribe to ctx's identity (nil without auth): a
-// named topic outside the subscribe grant refuses it; with no topics named,
-// the grant becomes the stream's topic filter, so facts outside it are
-// never sent and Progress covers them. A token whose Deadline has passed
-// since it was verified is refused (ReasonExpired), so no stream starts
-// with it; an accepted stream ends at the Deadline (req.Expiry, then
-// hub.ErrExpired): the one instant from which the verifier refuses the
-// same token.
-func ScopeSubscribe(ctx context.Context, req *hub.Request) error {
+// Scope is what ctx's identity makes of a subscribe: the topics filter the
+// stream takes and the instant it ends. The face applies it to the stream
+// it starts (its topics filter and expiry).
+type Scope struct {
+	// Topics is the filter asked for, or, when none was and the subscribe
+	// grant is not "*", the grant itself.
+	Topics []string
+	// Expiry is the token's Deadline (zero: no auth): the one instant from
+	// which the verifier refuses the same token, where the stream ends.
+	Expiry time.Time
+}
+
+// ScopeSubscribe fits a subscribe asking for topics to ctx's identity (nil
+// without auth: the topics as asked, no expiry): a named topic outside the
+// subscribe grant refuses it; with no topics named, the grant becomes the
+// stream's topic filter, so facts outside it are never sent and Progress
+// covers them. A token whose Deadline has passed since it was verified is
+// refused (ReasonExpired), so no stream starts with it; an accepted stream
+// ends at the Deadline (Scope.Expiry).
+func ScopeSubscribe(ctx context.Context, topics []string) (Scope, error) {
 	id := FromContext(ctx)
 	if id == nil {
-		return nil
+		return Scope{Topics: topics}, nil
 	}
 	if !id.Valid(time.Now()) {
-		return reject(ctx, Expired())
+		return Scope{}, reject(ctx, Expired())
 	}
-	for i, t := range req.Topics {
+	for i, t := range topics {
 		if !id.Subscribe.Allows(t) {
-			return forbid(ctx, fmt.Sprintf("topics[%d]: %s is outside the token's subscribe grant", i, strconv.Quote(t)))
+			return Scope{}, forbid(ctx, fmt.Sprintf("topics[%d]: %s is outside the token's subscribe grant", i, strconv.Quote(t)))
 		}
 	}
-	if len(req.Topics) == 0 && !id.Subscribe.All() {
+	if len(topics) == 0 && !id.Subscribe.All() {
 		if len(id.Subscribe) == 0 {
-			return forbid(ctx, "the token grants no topics to subscribe to")
+			return Scope{}, forbid(ctx, "the token grants no topics to subscribe to")
 		}
-		req.Topics = append([]string(nil), id.Subscribe...)
+		topics = append([]string(nil), id.Subscribe...)
 	}
-	req.Expiry = id.Deadline
-	return nil
+	return Scope{Topics: topics, Expiry: id.Deadline}, nil
 }

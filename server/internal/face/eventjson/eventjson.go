@@ -40,7 +40,7 @@ import (
 // in a few bytes (a commit of one fact takes about 150 bytes more in
 // JSON), and strings take about as many bytes in both. Data of many small
 // numbers takes less room in JSON (a byte or two against nine), and its
-// buffer more than it needs: hub.Event.Encoded clips what it keeps.
+// buffer more than it needs: hub.Event.Cache clips what it keeps.
 func SizeHint(size int) int { return size + size/8 + 160 }
 
 // Options say what Append writes.

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/internal/face/eventjson"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/face/eventjson"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
 
@@ -28,18 +28,19 @@ type sharedEvent struct {
 }
 
 // eventCodec is a protobuf codec (binary or JSON) that encodes each shared
-// event once (hub.Event.Encoded) and appends the cached bytes for every
-// send; anything else is marshalled normally. It names itself as connect's
+// event once, caches the envelope on the event (its slot, hub.Event.Cache)
+// and appends the cached bytes for every send; anything else is marshalled
+// normally. It names itself as connect's
 // built-in codecs do ("proto", "json", "json; charset=utf-8") and replaces
 // them for the handler.
 type eventCodec struct {
-	name     string
-	encoding hub.Encoding
-	marshal  func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error)
-	append   func([]byte, proto.Message) ([]byte, error)
-	unmarsh  func([]byte, proto.Message) error
-	stable   func(proto.Message) ([]byte, error)
-	binary   bool
+	name    string
+	slot    hub.Slot // where its envelopes are cached on an event
+	marshal func(*ringcastv1.SubscribeEventsResponse, int) ([]byte, error)
+	append  func([]byte, proto.Message) ([]byte, error)
+	unmarsh func([]byte, proto.Message) error
+	stable  func(proto.Message) ([]byte, error)
+	binary  bool
 }
 
 // eventCodecs returns the handler options installing the caching codecs.
@@ -51,6 +52,14 @@ func eventCodecs() []connect.HandlerOption {
 	}
 }
 
+// The events' cache slots of the face's two encodings: the enveloped
+// binary and the enveloped JSON of an event's shared response. Every JSON
+// codec (both names) shares the JSON slot.
+var (
+	protoSlot = hub.NewSlot()
+	jsonSlot  = hub.NewSlot()
+)
+
 // The handler's codecs for binary and JSON messages. They are stateless;
 // streams writing cached envelopes directly use the same ones (sink.go).
 var (
@@ -60,22 +69,22 @@ var (
 
 func newProtoCodec() *eventCodec {
 	return &eventCodec{
-		name:     "proto",
-		encoding: hub.EncodingProto,
-		marshal:  framed(appendProto, func(size int) int { return size }),
-		append:   appendProto,
-		unmarsh:  proto.Unmarshal,
-		stable:   proto.MarshalOptions{Deterministic: true}.Marshal,
-		binary:   true,
+		name:    "proto",
+		slot:    protoSlot,
+		marshal: framed(appendProto, func(size int) int { return size }),
+		append:  appendProto,
+		unmarsh: proto.Unmarshal,
+		stable:  proto.MarshalOptions{Deterministic: true}.Marshal,
+		binary:  true,
 	}
 }
 
 func newJSONCodec(name string) *eventCodec {
 	return &eventCodec{
-		name:     name,
-		encoding: hub.EncodingJSON,
-		marshal:  framed(appendJSON, eventjson.SizeHint),
-		append:   appendJSON,
+		name:    name,
+		slot:    jsonSlot,
+		marshal: framed(appendJSON, eventjson.SizeHint),
+		append:  appendJSON,
 		// Strict: a JSON request with an unknown field or enum name (a
 		// typo such as "idempotency_Key" or "SNAPSHOT_FOO") fails with
 		// invalid_argument naming it, instead of silently meaning
@@ -189,16 +198,30 @@ func (c *eventCodec) MarshalAppend(dst []byte, msg any) ([]byte, error) {
 
 // envelope is ev's shared response as one stream message: the 5-byte
 // envelope prefix (flags 0: uncompressed data; the length, big-endian) and
-// the encoding, cached on the event (one slot per codec). Connect, gRPC and
-// gRPC-Web frame a data message alike, so the bytes serve all three.
+// the encoding, cached on the event (the codec's slot): read from the
+// cache, or built here and handed to it. Connect, gRPC and gRPC-Web frame
+// a data message alike, so the bytes serve all three.
 func (c *eventCodec) envelope(ev *hub.Event) ([]byte, error) {
-	return ev.Encoded(c.encoding, c.marshal)
+	if b := ev.Cached(c.slot); b != nil {
+		return b, nil
+	}
+	return c.cache(ev)
+}
+
+// cache builds ev's envelope and hands it to the event's cache (kept apart
+// from envelope so that the cached case inlines into its callers).
+func (c *eventCodec) cache(ev *hub.Event) ([]byte, error) {
+	b, err := c.marshal(ev.Response(), ev.ProtoSize())
+	if err != nil {
+		return nil, err
+	}
+	return ev.Cache(c.slot, b), nil
 }
 
 // envelopePrefix is the length of a stream message's envelope prefix.
 const envelopePrefix = 5
 
-// framed returns a marshal function for Event.Encoded building the
+// framed returns a marshal function for envelope building the
 // enveloped form of a response with appendMsg, in a buffer of capacity
 // for a message of msgCap(size) bytes when the response's protobuf
 // encoding is size bytes.

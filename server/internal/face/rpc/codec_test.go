@@ -108,18 +108,19 @@ func TestEventCodecEncodesEachEventOncePerCodec(t *testing.T) {
 		}
 		return proto.Marshal(r)
 	}
-	a, err := ev.Encoded(hub.EncodingProto, count)
+	c := &eventCodec{slot: protoSlot, marshal: count}
+	a, err := c.envelope(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ev.Encoded(hub.EncodingProto, count)
+	b, err := c.envelope(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if calls != 1 || &a[0] != &b[0] {
 		t.Fatalf("marshal called %d times (want 1), shared bytes: %v", calls, &a[0] == &b[0])
 	}
-	j, err := ev.Encoded(hub.EncodingJSON, func(r *ringcastv1.SubscribeEventsResponse, _ int) ([]byte, error) { return protojson.Marshal(r) })
+	j, err := (&eventCodec{slot: jsonSlot, marshal: func(r *ringcastv1.SubscribeEventsResponse, _ int) ([]byte, error) { return protojson.Marshal(r) }}).envelope(ev)
 	if err != nil {
 		t.Fatal(err)
 	}

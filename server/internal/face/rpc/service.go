@@ -21,6 +21,10 @@ import (
 	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
+// Face is the face's name: the label its streams and refusals carry in
+// metrics (hub.Request.Face, auth's refusals).
+const Face = "connect"
+
 // Service implements ringcastv1connect.EventServiceHandler over a hub.
 type Service struct {
 	hub *hub.Hub
@@ -57,10 +61,12 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 		sink.batch.hold = true
 		defer func() { sink.batch.hold = false }()
 	}
-	hreq := hub.RequestFromProto(hub.FaceConnect, req.Msg)
-	if err := auth.ScopeSubscribe(ctx, &hreq); err != nil {
+	hreq := hub.RequestFromProto(Face, req.Msg)
+	scope, err := auth.ScopeSubscribe(ctx, hreq.Topics)
+	if err != nil {
 		return authError(err)
 	}
+	hreq.Topics, hreq.Expiry = scope.Topics, scope.Expiry
 	return subscribeError(ctx, s.hub.Subscribe(ctx, hreq, sink))
 }
 
@@ -69,15 +75,13 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
 		return nil, authError(err)
 	}
-	tctx := ctx // without a traceparent, the commit keeps none: no context value to add
-	if tp := traceparent(ctx, req.Header()); tp != "" {
-		tctx = hub.ContextWithTraceparent(ctx, tp)
-	}
-	if req.Msg.GetIdempotencyKey() != "" {
+	c := hub.Commit{Facts: req.Msg.GetFacts(), IdempotencyKey: req.Msg.GetIdempotencyKey(), Traceparent: traceparent(ctx, req.Header())}
+	pctx := ctx
+	if c.IdempotencyKey != "" {
 		// Its new key takes from its client's share of the dedupe table.
-		tctx = hub.ContextWithClient(tctx, auth.ClientID(ctx, req.Peer().Addr))
+		pctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
 	}
-	r, err := s.hub.PublishContext(tctx, req.Msg.GetFacts(), req.Msg.GetIdempotencyKey())
+	r, err := s.hub.PublishCommit(pctx, c)
 	if err != nil {
 		return nil, publishError(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/face/eventjson"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
@@ -70,8 +71,32 @@ func frame(r *ringcastv1.SubscribeEventsResponse) ([]byte, error) {
 	return appendFrame(make([]byte, 0, 256), r)
 }
 
+// frameSlot is the events' cache slot of the face's encoding: an event's
+// shared response as a frame.
+var frameSlot = hub.NewSlot()
+
+// eventFrame is the frame of a ring event sent unchanged, shared by every
+// stream (the event is immutable): read from the event's cache, or built
+// here and handed to it.
+func eventFrame(ev *hub.Event) ([]byte, error) {
+	if b := ev.Cached(frameSlot); b != nil {
+		return b, nil
+	}
+	return cacheFrame(ev)
+}
+
+// cacheFrame builds ev's frame and hands it to the event's cache (kept
+// apart from eventFrame so that the cached case inlines into its callers).
+func cacheFrame(ev *hub.Event) ([]byte, error) {
+	b, err := sizedFrame(ev.Response(), ev.ProtoSize())
+	if err != nil {
+		return nil, err
+	}
+	return ev.Cache(frameSlot, b), nil
+}
+
 // sizedFrame is frame for a response whose protobuf encoding is size
-// bytes (Event.Encoded), in a buffer sized for it: a frame's id, event
+// bytes (Event.ProtoSize), in a buffer sized for it: a frame's id, event
 // name and the data's field names need room beyond what the data does.
 func sizedFrame(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error) {
 	return appendFrame(make([]byte, 0, frameOverhead+eventjson.SizeHint(size)), r)

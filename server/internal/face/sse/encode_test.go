@@ -202,7 +202,7 @@ func TestSizedFrameFitsItsBuffer(t *testing.T) {
 		}
 		// The ring's cache keeps a frame without copying it again unless
 		// its buffer has a quarter and 64 bytes more room than it takes
-		// (hub.Event.Encoded); a frame of many small numbers is copied.
+		// (hub.Event.Cache); a frame of many small numbers is copied.
 		if spare := cap(b) - len(b); (spare > len(b)/4+64) != (name == "numbers") {
 			t.Errorf("%s: a %d-byte frame with %d bytes to spare", name, len(b), spare)
 		}

@@ -31,6 +31,10 @@ import (
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
 
+// Face is the face's name: the label its streams and refusals carry in
+// metrics (hub.Request.Face, auth's refusals).
+const Face = "sse"
+
 // Handler serves GET /events. Create it with New.
 type Handler struct {
 	hub *hub.Hub
@@ -231,7 +235,8 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 	}
 	// With auth on, a topic outside the token's grant is refused and no
 	// topic means the grant (docs/security.md).
-	if err := auth.ScopeSubscribe(r.Context(), &req); err != nil {
+	scope, err := auth.ScopeSubscribe(r.Context(), req.Topics)
+	if err != nil {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			ae.Refuse(w)
@@ -240,6 +245,7 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 		}
 		return hub.Request{}, nil, errAnswered
 	}
+	req.Topics, req.Expiry = scope.Topics, scope.Expiry
 	sk := newSink(w)
 
 	// The header wins over the query: EventSource re-sends the URL it was
@@ -332,5 +338,5 @@ func parseQuery(r *http.Request) (query, error) {
 		}
 		return query{}, fmt.Errorf("bad query: %w", err)
 	}
-	return query{Request: hub.RequestFromProto(hub.FaceSSE, m), QueryLastID: q.Get("lastEventId")}, nil
+	return query{Request: hub.RequestFromProto(Face, m), QueryLastID: q.Get("lastEventId")}, nil
 }

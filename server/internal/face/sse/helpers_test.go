@@ -16,8 +16,8 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(ringtest.Main(m)) }

@@ -9,8 +9,8 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/app"
-	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // The stream behaviours of this package's other tests run parked as well

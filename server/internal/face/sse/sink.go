@@ -63,7 +63,7 @@ var (
 // SendEvent writes a ring event sent unchanged: its frame is rendered once
 // and shared by every stream (the event is immutable).
 func (s *sink) SendEvent(ev *hub.Event) error {
-	b, err := ev.Encoded(hub.EncodingSSE, sizedFrame)
+	b, err := eventFrame(ev)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
 // ids returns the ids of seqs in epoch h's form, comma-joined.

@@ -11,8 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/edge/auth"
 )
 
 // Outcomes are the subscribe outcomes, pre-registered per face.
@@ -48,8 +49,10 @@ var (
 )
 
 // New returns metrics on a fresh registry holding ringcast's collectors and
-// the Go and process collectors.
-func New() *Metrics {
+// the Go and process collectors. faces are the names of the faces streams
+// arrive on (hub.Request.Face): every series labelled by face is
+// registered for each of them from the start.
+func New(faces ...string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		subscribes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -100,9 +103,9 @@ func New() *Metrics {
 	// Every face is pre-registered so every series exists from the first
 	// scrape (a rate over a series that appears late misses its first
 	// increments).
-	m.lagBy = make(map[string]prometheus.Observer, len(hub.Faces))
-	m.replayAgeBy = make(map[string]prometheus.Observer, len(hub.Faces))
-	for _, f := range hub.Faces {
+	m.lagBy = make(map[string]prometheus.Observer, len(faces))
+	m.replayAgeBy = make(map[string]prometheus.Observer, len(faces))
+	for _, f := range faces {
 		for _, o := range Outcomes {
 			m.subscribes.WithLabelValues(f, string(o))
 		}
@@ -159,7 +162,7 @@ func (m *Metrics) Watch(h *hub.Hub) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "ringcast_instance_info",
 			Help:        "Always 1; labels name the running instance (epoch as in SSE ids and logs) and its version.",
-			ConstLabels: prometheus.Labels{"epoch": hub.FormatEpoch(h.Epoch()), "version": st.GetServerVersion()},
+			ConstLabels: prometheus.Labels{"epoch": epoch.Format(h.Epoch()), "version": st.GetServerVersion()},
 		}, func() float64 { return 1 }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ringcast_boot_time_seconds",

@@ -16,10 +16,12 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/face/rpc"
+	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/ops/metrics"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -152,7 +154,7 @@ func TestSubscribeOutcomes(t *testing.T) {
 	h := srv.Hub()
 
 	m := scrape(t, srv.URL)
-	for _, f := range hub.Faces {
+	for _, f := range []string{rpc.Face, sse.Face} {
 		for _, o := range []hub.Outcome{hub.OutcomeNew, hub.OutcomeResumed, hub.OutcomeTooOld, hub.OutcomeAhead, hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange, hub.OutcomeMalformedCursor} {
 			if v, ok := m[subscribes(f, o)]; !ok || v != 0 {
 				t.Errorf("%s = %v (present %v), want 0 from the start", subscribes(f, o), v, ok)
@@ -240,7 +242,7 @@ func TestSubscribeOutcomes(t *testing.T) {
 	}
 	found := false
 	for k := range m {
-		if strings.HasPrefix(k, "ringcast_instance_info{") && strings.Contains(k, `epoch="`+hub.FormatEpoch(srv.Hub().Epoch())+`"`) {
+		if strings.HasPrefix(k, "ringcast_instance_info{") && strings.Contains(k, `epoch="`+epoch.Format(srv.Hub().Epoch())+`"`) {
 			found = true
 		}
 	}
@@ -276,11 +278,11 @@ func connectRequest(epoch, since uint64) *connect.Request[ringcastv1.SubscribeEv
 // BenchmarkDelivered is the cost a stream pays per batch it writes for the
 // delivery-lag histogram.
 func BenchmarkDelivered(b *testing.B) {
-	m := metrics.New()
+	m := metrics.New(rpc.Face, sse.Face)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.Delivered(hub.FaceSSE, true, time.Millisecond)
+			m.Delivered(sse.Face, true, time.Millisecond)
 		}
 	})
 }

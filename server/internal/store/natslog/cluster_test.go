@@ -189,7 +189,7 @@ func testReplicaKill(t *testing.T, victim string) {
 				key := fmt.Sprintf("k%03d", i)
 				for attempt := 0; ; attempt++ {
 					pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
-					r, err := a.PublishContext(pctx, []*ringcastv1.Fact{fact("t", key, i), fact("t", key, -i)}, key)
+					r, err := a.PublishCommit(pctx, hub.Commit{Facts: []*ringcastv1.Fact{fact("t", key, i), fact("t", key, -i)}, IdempotencyKey: key})
 					pcancel()
 					if err == nil {
 						// Recorded once: a key is retried only after an

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/settings"
 )
@@ -205,7 +206,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	l.info = info.Config
 	l.saw(info.State.LastSeq)
 	opts.Logger.Info("JetStream stream",
-		"stream", info.Config.Name, "epoch", hub.FormatEpoch(l.epoch), "created", info.Created,
+		"stream", info.Config.Name, "epoch", epoch.Format(l.epoch), "created", info.Created,
 		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
 		"max_msgs", info.Config.MaxMsgs, "duplicates", info.Config.Duplicates,
 		"atomic_publish", info.Config.AllowAtomicPublish,
@@ -411,7 +412,7 @@ func (l *Log) same(info *jetstream.StreamInfo) error {
 		return nil
 	}
 	return fmt.Errorf("%w: JetStream stream %q was created again at %s; this replica opened the one created at %s (epoch %s)",
-		hub.ErrLogReplaced, l.opts.Stream, info.Created.UTC().Format(time.RFC3339Nano), l.created.UTC().Format(time.RFC3339Nano), hub.FormatEpoch(l.epoch))
+		hub.ErrLogReplaced, l.opts.Stream, info.Created.UTC().Format(time.RFC3339Nano), l.created.UTC().Format(time.RFC3339Nano), epoch.Format(l.epoch))
 }
 
 // replacedAck is the error of a new (not duplicate) commit that JetStream
@@ -432,7 +433,7 @@ func (l *Log) same(info *jetstream.StreamInfo) error {
 // replacement.
 func (l *Log) replacedAck(seq, known uint64) error {
 	return fmt.Errorf("%w: JetStream stream %q stored a new commit at seq %d, yet this replica had seen seq %d of the stream it opened (epoch %s)",
-		hub.ErrLogReplaced, l.opts.Stream, seq, known, hub.FormatEpoch(l.epoch))
+		hub.ErrLogReplaced, l.opts.Stream, seq, known, epoch.Format(l.epoch))
 }
 
 // checkSame asks JetStream for the stream and returns what same says.

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 )
 
@@ -154,7 +155,7 @@ type DamagedError struct {
 
 func (e *DamagedError) Error() string {
 	return fmt.Sprintf("JetStream stream %q is damaged: %s; it is not served under its epoch %s. Start with --store-recover to go on under a new epoch (every consumer resyncs), or restore the stream",
-		e.Stream, strings.Join(e.Damage, "; "), hub.FormatEpoch(e.Epoch))
+		e.Stream, strings.Join(e.Damage, "; "), epoch.Format(e.Epoch))
 }
 
 func (e *DamagedError) Unwrap() error { return hub.ErrLogDamaged }
@@ -286,7 +287,7 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 			rec, rev, gen = next, nrev, next.Generation
 			l.opts.Logger.Warn("the JetStream stream is damaged; --store-recover: it is served under a NEW epoch, every consumer resyncs",
 				"stream", l.opts.Stream, "damage", strings.Join(d, "; "),
-				"old_epoch", hub.FormatEpoch(old), "epoch", hub.FormatEpoch(epochOf(l.opts.Stream, info.Created, gen)),
+				"old_epoch", epoch.Format(old), "epoch", epoch.Format(epochOf(l.opts.Stream, info.Created, gen)),
 				"generation", gen, "first", st.FirstSeq, "last", st.LastSeq)
 		} else if st.FirstSeq > rec.First {
 			rec.First = st.FirstSeq // discarded by the limits
@@ -469,7 +470,7 @@ func (l *Log) mark(ctx context.Context, seq uint64) error {
 func (l *Log) checkRunning(ctx context.Context, known uint64, info *jetstream.StreamInfo) error {
 	if g, err := generationOf(info.Config); err == nil && g != l.gen {
 		return fmt.Errorf("%w: JetStream stream %q is at generation %d, this replica serves generation %d (epoch %s): it was recovered under a new epoch",
-			hub.ErrLogReplaced, l.opts.Stream, g, l.gen, hub.FormatEpoch(l.epoch))
+			hub.ErrLogReplaced, l.opts.Stream, g, l.gen, epoch.Format(l.epoch))
 	}
 	rec := record{Acked: known, First: l.first.Load(), Deleted: l.deleted.Load()}
 	if d := damage(rec, info.Config, info.State, time.Now()); len(d) > 0 {
@@ -481,7 +482,7 @@ func (l *Log) checkRunning(ctx context.Context, known uint64, info *jetstream.St
 			}
 		}
 		return fmt.Errorf("%w: JetStream stream %q changed under this replica (epoch %s): %s",
-			hub.ErrLogDamaged, l.opts.Stream, hub.FormatEpoch(l.epoch), strings.Join(d, "; "))
+			hub.ErrLogDamaged, l.opts.Stream, epoch.Format(l.epoch), strings.Join(d, "; "))
 	}
 	for {
 		f := l.first.Load()

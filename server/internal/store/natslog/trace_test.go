@@ -29,7 +29,7 @@ func TestTraceparentTravelsWithTheCommit(t *testing.T) {
 	publish(t, a, "", fact("t", "", -1)) // seq 1: the cursor below
 	want := map[uint64]string{}
 	for i := range 3 {
-		r, err := a.PublishContext(hub.ContextWithTraceparent(ctx, tp(i)), []*ringcastv1.Fact{fact("t", "", i)}, "")
+		r, err := a.PublishCommit(ctx, hub.Commit{Facts: []*ringcastv1.Fact{fact("t", "", i)}, Traceparent: tp(i)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,14 @@
+package hub
+
+// testSlots are the encoding slots the hub's tests cache encodings in, as
+// faces do with theirs: every slot there is room for, claimed once for the
+// whole test binary.
+var testSlots = func() (s [maxSlots]Slot) {
+	for i := range s {
+		s[i] = NewSlot()
+	}
+	return s
+}()
+
+// TestSlots exports testSlots to the external tests.
+var TestSlots = testSlots

@@ -1,0 +1,26 @@
+// Package topic owns how a topic filter entry matches a topic: the rule a
+// subscribe's topics filter (package hub) and a token's grants (package
+// auth) share.
+package topic
+
+import "strings"
+
+// Match reports whether filter entry f matches topic t: t equals f, or f is
+// a prefix of t ending at a "/" boundary ("a/b" matches "a/b" and "a/b/c",
+// not "a/bc").
+func Match(f, t string) bool {
+	return t == f || (len(t) > len(f) && t[len(f)] == '/' && strings.HasPrefix(t, f))
+}
+
+// Matcher returns a matcher for a topics filter: a topic matches when any
+// entry matches it (Match).
+func Matcher(filter []string) func(string) bool {
+	return func(t string) bool {
+		for _, f := range filter {
+			if Match(f, t) {
+				return true
+			}
+		}
+		return false
+	}
+}
