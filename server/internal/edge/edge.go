@@ -109,20 +109,20 @@ func (e Config) Validate() []error {
 	if e.PublishByteRate > 0 && e.PublishByteBurst < 1 {
 		errs = append(errs, errors.New("publish-byte-burst must be at least 1"))
 	}
-	if e.IdleTimeout < time.Second {
-		errs = append(errs, errors.New("idle-timeout must be at least 1s"))
+	if e.IdleTimeout < settings.IdleTimeout.Min {
+		errs = append(errs, fmt.Errorf("idle-timeout must be at least %v", settings.IdleTimeout.Min))
 	}
-	if e.ReadTimeout < 100*time.Millisecond {
-		errs = append(errs, errors.New("read-timeout must be at least 100ms"))
+	if e.ReadTimeout < settings.ReadTimeout.Min {
+		errs = append(errs, fmt.Errorf("read-timeout must be at least %v", settings.ReadTimeout.Min))
 	}
-	if e.MaxConcurrentStreams < 1 || e.MaxConcurrentStreams > 1<<20 {
-		errs = append(errs, errors.New("max-h2-streams must be between 1 and 1048576"))
+	if s := settings.MaxH2Streams; e.MaxConcurrentStreams < s.Min || e.MaxConcurrentStreams > s.Max {
+		errs = append(errs, fmt.Errorf("max-h2-streams must be between %d and %d", s.Min, s.Max))
 	}
-	if e.MaxH2Resets > 1<<20 {
-		errs = append(errs, errors.New("max-h2-resets must be at most 1048576 (or negative for no bound)"))
+	if e.MaxH2Resets > settings.MaxH2Resets.Max {
+		errs = append(errs, fmt.Errorf("max-h2-resets must be at most %d (or negative for no bound)", settings.MaxH2Resets.Max))
 	}
-	if e.MaxConns > 0 && e.MaxConns < 16 {
-		errs = append(errs, errors.New("max-conns must be at least 16 (or negative for no bound)"))
+	if e.MaxConns > 0 && e.MaxConns < settings.MaxConns.Min {
+		errs = append(errs, fmt.Errorf("max-conns must be at least %d (or negative for no bound)", settings.MaxConns.Min))
 	}
 	return errs
 }
