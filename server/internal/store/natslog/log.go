@@ -479,8 +479,14 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 	} else if first > next {
 		next = 0 // from is below the stream's first seq: no gap to check before the first message
 	}
+	// Next is also told of ctx: Stop alone does not always end a Next under
+	// way (a Stop that lands while the ordered consumer recreates its
+	// consumer, as it does when the stream is deleted, stops the old one
+	// and Next goes on waiting on the new), and the hub waits for Follow
+	// to return before it closes.
+	untilDone := jetstream.NextContext(ctx)
 	for {
-		msg, err := it.Next()
+		msg, err := it.Next(untilDone)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
