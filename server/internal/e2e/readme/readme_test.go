@@ -330,7 +330,7 @@ func (e *env) setupWork() {
 # The README test's ringcast: the fresh build, with --server for the test's
 # server on every command that takes one (a later --server on the line wins).
 real=` + strconv.Quote(e.binary) + `
-if [ $# -gt 0 ] && [ "${1#-}" = "$1" ] && "$real" "$1" --help 2>&1 | grep -q -- '^  -server '; then
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ] && "$real" "$1" --help 2>&1 | grep -Eq -- '^[[:space:]]+--?server([[:space:]=,]|$)'; then
   cmd=$1; shift
   exec "$real" "$cmd" --server "$RINGCAST_README_SERVER" "$@"
 fi
