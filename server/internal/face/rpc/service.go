@@ -6,6 +6,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -132,6 +133,11 @@ func (m *receiptMsg) set(r hub.Receipt) *ringcastv1.PublishResponse {
 	m.time.Seconds, m.time.Nanos = r.Time.Unix(), int32(r.Time.Nanosecond())
 	m.resp.Seq, m.resp.InstanceEpoch, m.resp.EventTime, m.resp.Duplicate = r.Seq, r.Epoch, &m.time, r.Duplicate
 	return &m.resp
+}
+
+// GetPublishOutcome reads what became of a publish by its idempotency key.
+func (s *Service) GetPublishOutcome(context.Context, *connect.Request[ringcastv1.GetPublishOutcomeRequest]) (*connect.Response[ringcastv1.GetPublishOutcomeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("GetPublishOutcome is not served yet"))
 }
 
 // GetServerStatus reports the running instance.
