@@ -53,7 +53,9 @@ type outcomeLog struct {
 	answer hub.PublishOutcome
 }
 
-func (l *outcomeLog) Outcome(context.Context, string) (hub.PublishOutcome, error) { return l.answer, nil }
+func (l *outcomeLog) Outcome(context.Context, string) (hub.PublishOutcome, error) {
+	return l.answer, nil
+}
 
 // TestOutcomeWithALog: a Log that cannot answer makes Outcome
 // ErrOutcomeUnsupported; one that can is answered with the hub's epoch
