@@ -206,7 +206,7 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 		h.appendLocked(ev)
 		receipts[i] = Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
 		if c.IdempotencyKey != "" {
-			h.dedupe.put(client, c.IdempotencyKey, receipts[i], now)
+			h.dedupe.put(client, c.IdempotencyKey, receipts[i], CommitTopics(c.Facts), now)
 		}
 	}
 	h.mu.Unlock()
