@@ -161,9 +161,9 @@ func TestBadSinceTimeIs400(t *testing.T) {
 	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		for q, want := range map[string]string{
-			"?since_time=yesterday":                                  "since_time must be an RFC 3339 time",
-			"?since_time=2026-12-01":                                 "since_time must be an RFC 3339 time",
-			"?since_time=2026-12-01T09:00:00Z&since_time=2026-12-01": "since_time given 2 times",
+			"?since_time=yesterday":                                            "since_time must be an RFC 3339 time",
+			"?since_time=2026-12-01":                                           "since_time must be an RFC 3339 time",
+			"?since_time=2026-12-01T09:00:00Z&since_time=2026-12-01":           "since_time given 2 times",
 			"?since_time=2026-12-01T09:00:00Z&lastEventId=" + id(srv.Hub(), 1): "since_time and lastEventId",
 		} {
 			resp, err := http.Get(srv.URL + "/events" + q)
