@@ -53,7 +53,7 @@ var serveGroups = []flagGroup{
 	{title: "Operations: metrics, profiling, logs, demo feed, shutdown",
 		note: "Tracing has no flag: the standard OTEL_* variables turn it on (README, Tracing).",
 		flags: []string{
-			"metrics", "metrics-addr", "pprof-addr", "pprof-allow-remote", "log-level", "log-format",
+			"metrics", "metrics-addr", "pprof-addr", "pprof-allow-remote", "log-level", "log-format", "access-log",
 			"demo", "demo-interval", "shutdown-delay", "shutdown-grace",
 		}},
 }

@@ -100,7 +100,8 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	o.console = fs.Bool("console", true, "serve the web console at /")
 	o.metrics = fs.Bool("metrics", true, "serve Prometheus /metrics")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics on this address instead of on --addr (Host checked against loopback names, IP addresses and --allowed-host; a non-loopback address is logged at WARN)")
-	o.logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&cfg.AccessLog, "access-log", false, "log one line per request at info, when its response ends (a stream: when it ends): procedure or path, code, status, duration, bytes, bytes_in, client, subject")
+	o.logLevel = fs.String("log-level", "info", "log level: debug (also every refused request, with its reason), info, warn, error")
 	o.logFormat = fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
 	describeBounds(fs, serveBounds)
 	return fs, o
