@@ -49,7 +49,8 @@ Usage:
   ringcast version                  print the version
 
 Run "ringcast COMMAND -h" for a command's flags. Every flag may also be set
-as RINGCAST_<NAME>, e.g. RINGCAST_ADDR=0.0.0.0:8080.
+as RINGCAST_<NAME>, e.g. RINGCAST_ADDR=127.0.0.1:9090 (a non-loopback
+address also needs --auth jwt, or --allow-unauthenticated).
 `
 
 func main() {

@@ -92,6 +92,33 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *inline {
 		opts = append(opts, ringcast.WithSnapshotInline())
 	}
+	// The first connection decides: a stream that fails before its first
+	// message ends the command with the reason, unless --retry; once one
+	// stream opened, the subscription retries what is transient on its own.
+	firstCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var opened bool
+	var failed error // why the first stream failed, without --retry
+	orNoMessage := func(err error) error {
+		if err == nil { // an OK end before any message: ringcast sends one at once
+			return fmt.Errorf("%s ended the stream before its first message (is --server a ringcast server?)", cf.server)
+		}
+		return err
+	}
+	opts = append(opts, ringcast.WithConnectionEvents(func(ev ringcast.ConnectionEvent) {
+		switch {
+		case ev.State == ringcast.StateOpen:
+			opened = true
+		case ev.State != ringcast.StateReconnecting || opened:
+		case cf.retry:
+			if ev.Attempt == 0 {
+				fmt.Fprintf(stderr, "ringcast tail: %v; retrying (--retry)\n", cf.explain(orNoMessage(ev.Err)))
+			}
+		default:
+			failed = orNoMessage(ev.Err)
+			stop()
+		}
+	}))
 	sub := c.Subscribe(opts...)
 	save := func(c ringcast.Cursor) error {
 		if *cursorFile == "" {
@@ -101,13 +128,20 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	facts := 0
-	for it, err := range sub.Items(ctx) {
+	for it, err := range sub.Items(firstCtx) {
 		if err != nil {
-			if ctx.Err() != nil {
-				break // SIGINT/SIGTERM: stop between two lines
+			switch {
+			case failed != nil:
+				return cf.explain(failed)
+			case ctx.Err() != nil:
+				// SIGINT/SIGTERM: stop between two lines
+			case !opened:
+				return cf.explain(err) // a permanent error at once
+			default:
+				_ = save(sub.Cursor())
+				return err
 			}
-			_ = save(sub.Cursor())
-			return err
+			break
 		}
 		line, err := tailLine(it)
 		if err != nil {

@@ -231,6 +231,10 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 	pq, err := parseQuery(r)
 	req := pq.Request
 	if err != nil {
+		if s.log.Enabled(r.Context(), slog.LevelDebug) { // never higher: bad queries must not flood the log
+			s.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", slog.String("refusal", "request"),
+				slog.String("path", r.URL.Path), slog.String("client", auth.ClientID(r.Context(), r.RemoteAddr)), slog.String("error", err.Error()))
+		}
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return hub.Request{}, nil, errAnswered
 	}
