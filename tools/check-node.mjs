@@ -1,8 +1,10 @@
 // Fails, with a one-line reason, when the running Node is older than the
 // workspace's engines.node (package.json at the repository root, the one
-// place the version is stated). The dev tooling (connect-node, eventsource,
-// protoc-gen-es, the browser test's axe-core) declares that minimum; npm
-// only warns about it (EBADENGINE), so `go tool task test` checks it first.
+// place the version is stated). The dev dependencies are pinned to versions
+// that accept it (connect-node, eventsource, protoc-gen-es and the browser
+// test's axe-core require Node 22 from their next releases on); npm only
+// warns about a Node older than a package's engines (EBADENGINE), so `go
+// tool task test` checks it first.
 // Written for any Node that may run it: no syntax newer than ES2017.
 import { readFileSync } from "node:fs";
 

@@ -21,6 +21,7 @@ import { repoRoot, startServer, type Server } from "../harness.js";
 
 const pkgDir = join(repoRoot, "clients/ts");
 const executablePath = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
+const pinned = (JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as { devDependencies: Record<string, string> }).devDependencies;
 
 function run(cmd: string, args: string[], cwd: string): string {
   try {
@@ -147,10 +148,12 @@ describe("the packed @ringcast/client", () => {
         type: "module",
         dependencies: {
           "@ringcast/client": `file:../${tarball}`,
-          "@bufbuild/protobuf": "2.17.0",
-          "@connectrpc/connect": "2.2.0",
-          "@connectrpc/connect-node": "2.2.0",
-          "@connectrpc/connect-web": "2.2.0",
+          // the versions this repository pins (clients/ts/package.json), so
+          // the install comes from the npm cache and runs on the same Node
+          "@bufbuild/protobuf": pinned["@bufbuild/protobuf"],
+          "@connectrpc/connect": pinned["@connectrpc/connect"],
+          "@connectrpc/connect-node": pinned["@connectrpc/connect-node"],
+          "@connectrpc/connect-web": pinned["@connectrpc/connect-web"],
         },
       }),
     );
