@@ -19,7 +19,7 @@ func TestDedupeShareIsPerClient(t *testing.T) {
 		if err := d.admit("a", 1, now); err != nil {
 			t.Fatalf("a's key %d: %v", i, err)
 		}
-		d.put("a", fmt.Sprint("a", i), Receipt{Seq: uint64(i + 1)}, now.Add(time.Duration(i)*time.Second))
+		d.put("a", fmt.Sprint("a", i), Receipt{Seq: uint64(i + 1)}, nil, now.Add(time.Duration(i)*time.Second))
 	}
 	at := now.Add(10 * time.Second)
 	err := d.admit("a", 1, at)
@@ -31,7 +31,7 @@ func TestDedupeShareIsPerClient(t *testing.T) {
 		t.Fatalf("b's four keys with a at its share: %v", err)
 	}
 	for i := range 4 {
-		d.put("b", fmt.Sprint("b", i), Receipt{}, at)
+		d.put("b", fmt.Sprint("b", i), Receipt{}, nil, at)
 	}
 	if err := d.admit("c", 1, at); !errors.As(err, &full) || full.RetryAfter != 50*time.Second {
 		t.Fatalf("c's key with the table full: %v, want a refusal with RetryAfter 50s", err)
@@ -90,7 +90,7 @@ func TestDedupeRetryAfterCoversTheBatch(t *testing.T) {
 	now := time.Unix(1000, 0)
 	d := newDedupe(time.Minute, 8, 0) // a share of 4
 	for i := range 4 {
-		d.put("a", fmt.Sprint("a", i), Receipt{}, now.Add(time.Duration(i)*time.Second))
+		d.put("a", fmt.Sprint("a", i), Receipt{}, nil, now.Add(time.Duration(i)*time.Second))
 	}
 	var full *DedupeFullError
 	// a holds 4 of 4, expiring at 60, 61, 62, 63s: 3 new keys need three gone.
@@ -98,7 +98,7 @@ func TestDedupeRetryAfterCoversTheBatch(t *testing.T) {
 		t.Fatalf("3 new keys of a holding its share: %v, want RetryAfter 52s (a2 expires at 62s)", err)
 	}
 	for i := range 4 {
-		d.put("b", fmt.Sprint("b", i), Receipt{}, now.Add(time.Duration(4+i)*time.Second))
+		d.put("b", fmt.Sprint("b", i), Receipt{}, nil, now.Add(time.Duration(4+i)*time.Second))
 	}
 	// The table is full (expiring at 60…67s): c's 2 new keys need a0 and a1 gone.
 	if err := d.admit("c", 2, now.Add(10*time.Second)); !errors.As(err, &full) || full.RetryAfter != 51*time.Second {
@@ -114,7 +114,7 @@ func TestDedupeShareOff(t *testing.T) {
 		if err := d.admit("a", 1, now); err != nil {
 			t.Fatalf("key %d: %v", i, err)
 		}
-		d.put("a", fmt.Sprint(i), Receipt{}, now)
+		d.put("a", fmt.Sprint(i), Receipt{}, nil, now)
 	}
 	if err := d.admit("b", 1, now); !errors.Is(err, ErrDedupeFull) {
 		t.Fatalf("b's key in a full table: %v, want ErrDedupeFull", err)

@@ -100,11 +100,17 @@ func (l *Log) directRead(ctx context.Context, dst []*hub.Event, from uint64, max
 // directGet asks for up to max messages from seq from in one batched
 // direct get and calls each with every one until the end-of-batch status.
 func (l *Log) directGet(ctx context.Context, from uint64, max int, each func(seq uint64, hdr nats.Header, data []byte) error) error {
-	req, err := json.Marshal(struct {
+	return l.directGetBy(ctx, struct {
 		Seq     uint64 `json:"seq"`
 		NextFor string `json:"next_by_subj"`
 		Batch   int    `json:"batch"`
-	}{from, l.subject, max})
+	}{from, l.subject, max}, each)
+}
+
+// directGetBy sends the direct get request q (its JSON body) and calls
+// each with every message of the answer until the end-of-batch status.
+func (l *Log) directGetBy(ctx context.Context, q any, each func(seq uint64, hdr nats.Header, data []byte) error) error {
+	req, err := json.Marshal(q)
 	if err != nil {
 		return err
 	}
