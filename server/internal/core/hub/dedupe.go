@@ -71,6 +71,15 @@ func (d *dedupe) entry(key string, now time.Time) *dedupeEntry {
 	return d.byKey[key]
 }
 
+// lookup is key's entry if it has not expired at now, nil otherwise; it
+// changes nothing (Hub.Outcome calls it under a read lock).
+func (d *dedupe) lookup(key string, now time.Time) *dedupeEntry {
+	if e := d.byKey[key]; e != nil && now.Before(e.expires) {
+		return e
+	}
+	return nil
+}
+
 // rememberedSince is the instant from which every key put is still in
 // the table at now: a key put at t stays until t+window (exclusive, see
 // trim), so one put after now-window is held. boot is when the table

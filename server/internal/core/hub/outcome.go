@@ -73,11 +73,11 @@ func (h *Hub) Outcome(ctx context.Context, key string) (PublishOutcome, error) {
 		}
 		return o, nil
 	}
-	h.mu.Lock() // trimming the table writes
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	now := time.Now()
 	o := PublishOutcome{RememberedSince: h.dedupe.rememberedSince(h.boot, now)}
-	if e := h.dedupe.entry(key, now); e != nil {
+	if e := h.dedupe.lookup(key, now); e != nil {
 		o.Applied, o.Receipt, o.Topics = true, e.receipt, e.topics
 	}
 	return o, nil

@@ -196,4 +196,3 @@ func TestPublishOutcomeAfterTheCommitLeftTheWindow(t *testing.T) {
 		}
 	})
 }
-
