@@ -16,6 +16,7 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/testkit/authtest"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -170,5 +171,33 @@ func TestCommitOutcomeCheckAfterALostReceipt(t *testing.T) {
 	}
 	if r.GetEventTime() == nil || r.GetInstanceEpoch() != srv.Hub().Epoch() {
 		t.Fatalf("receipt %v: want the original event time and epoch", r)
+	}
+}
+
+// Under --auth jwt the outcome read carries the client's token: a token
+// that may subscribe to the commit's topic gets the receipt; one scoped
+// elsewhere gets the answer for an unknown key; none is unauthenticated.
+func TestOutcomeUnderAuth(t *testing.T) {
+	for _, p := range ringtest.Protocols {
+		t.Run(string(p), func(t *testing.T) {
+			srv, k := authServer(t)
+			ctx := context.Background()
+			writer := newClient(t, srv.URL, p, ringcast.WithToken(k.HS256(t, authtest.Claims("w", []string{"gauges"}, []string{"gauges"}, time.Hour))))
+			r, err := writer.Commit(ctx, []*ringcastv1.Fact{{Topic: "gauges/a", Type: "t"}}, ringcast.WithIdempotencyKey("g-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, err := writer.Outcome(ctx, "g-1"); err != nil || !o.Applied || o.Receipt.GetSeq() != r.GetSeq() {
+				t.Fatalf("a reader of gauges: %+v, %v; want applied at seq %d", o, err, r.GetSeq())
+			}
+			other := newClient(t, srv.URL, p, ringcast.WithToken(k.HS256(t, authtest.Claims("o", nil, []string{"other"}, time.Hour))))
+			if o, err := other.Outcome(ctx, "g-1"); err != nil || o.Applied || o.Receipt != nil {
+				t.Fatalf("a reader of other topics: %+v, %v; want not applied, no receipt", o, err)
+			}
+			anon := newClient(t, srv.URL, p)
+			if _, err := anon.Outcome(ctx, "g-1"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+				t.Fatalf("no token: %v, want unauthenticated", err)
+			}
+		})
 	}
 }
