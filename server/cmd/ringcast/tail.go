@@ -44,10 +44,10 @@ line, so a later run continues with the next fact:
 --since-time 2026-12-01T09:00:00Z (RFC 3339) or --since 15m (that long
 before now) starts with every retained commit whose event time is at or
 after that time, instead of a snapshot, then tails. They exclude each other
-and a --cursor-file that holds a position (a missing or empty one is fine:
-the first run starts at the time, later runs from the saved cursor). When
-commits at or after the time may have been evicted, tail prints a resynced
-line and starts from a snapshot.`
+and a --cursor-file that holds a position: with a missing or empty one the
+run starts at the time and saves its cursor, and later runs without the
+flag continue from it. When commits at or after the time may have been
+evicted, tail prints a resynced line and starts from a snapshot.`
 
 func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cf clientFlags
