@@ -27,7 +27,7 @@ type Outcome struct {
 }
 
 // errEmptyKey refuses an outcome read without a key before any request.
-var errEmptyKey = connect.NewError(connect.CodeInvalidArgument, errors.New("ringcast: an outcome is read by an idempotency key; the key is empty"))
+var errEmptyKey = errors.New("ringcast: an outcome is read by an idempotency key; the key is empty")
 
 // Outcome reads what became of the publish sent with idempotencyKey,
 // without writing: Applied with the original receipt, or not applied at
@@ -38,7 +38,7 @@ var errEmptyKey = connect.NewError(connect.CodeInvalidArgument, errors.New("ring
 // key (not applied), never the receipt.
 func (c *Client) Outcome(ctx context.Context, idempotencyKey string) (Outcome, error) {
 	if idempotencyKey == "" {
-		return Outcome{}, errEmptyKey
+		return Outcome{}, connect.NewError(connect.CodeInvalidArgument, errEmptyKey)
 	}
 	res, err := c.rpc.GetPublishOutcome(ctx, connect.NewRequest(&ringcastv1.GetPublishOutcomeRequest{IdempotencyKey: idempotencyKey}))
 	if err != nil {
