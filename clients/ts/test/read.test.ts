@@ -74,6 +74,49 @@ for (const protocol of protocols) {
   });
 }
 
+describe("sinceTime below the window", () => {
+  let srv: Server;
+  before(async () => {
+    srv = await startServer(["--demo=false", "--window", "16"]);
+  });
+  after(async () => {
+    await srv.stop();
+  });
+
+  it("resyncs to a snapshot (never a partial replay), then resumes without the time", async () => {
+    const { transport, close } = transportFor("connect", srv.url);
+    try {
+      await publishBatch(
+        transport,
+        Array.from({ length: 40 }, (_, i) => ({ facts: [fact(`w${i}`)] })),
+      );
+      let subscribes = 0;
+      const items = await withTimeout(
+        readAll(
+          subscribe(transport, {
+            sinceTime: new Date("2000-01-01T00:00:00Z"),
+            endAtHead: true,
+            backoff: { minMs: 1, initialMs: 2, maxMs: 5 },
+            onConnection: (ev) => {
+              if (ev.state === "connecting") subscribes++;
+            },
+          }),
+        ),
+        10_000,
+        "a read from before the window",
+      );
+      const first = items[0];
+      assert.ok(first?.kind === "resynced" && first.reasonName === "CURSOR_TOO_OLD", `first item ${JSON.stringify(first?.kind)}`);
+      const facts = items.filter((i) => i.kind === "fact");
+      assert.ok(facts.length > 0 && facts.length <= 16, `${facts.length} snapshot facts from a window of 16`);
+      assert.equal(items.at(-1)?.kind, "caught_up");
+      assert.equal(subscribes, 2, "one subscribe with the time, one for the snapshot");
+    } finally {
+      close();
+    }
+  });
+});
+
 describe("publish confirmByOutcome against a server", () => {
   let srv: Server;
   before(async () => {
