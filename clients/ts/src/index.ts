@@ -22,6 +22,8 @@ export { subscribe, Subscription, PERMANENT_CODES, isTokenExpired, TOKEN_EXPIRED
 export type { SubscribeOptions, ConnectionEvent } from "./subscribe.js";
 export { publish, publishBatch } from "./publish.js";
 export type { CommitInit, PublishOptions } from "./publish.js";
+export { outcome } from "./outcome.js";
+export type { PublishOutcome } from "./outcome.js";
 export type { StreamItem, FactItem, CaughtUpSignal, ResyncedSignal } from "./items.js";
 export { reasonName } from "./names.js";
 export type { OnUnservableName, SnapshotName } from "./names.js";
