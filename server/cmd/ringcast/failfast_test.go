@@ -61,6 +61,7 @@ func TestClientCommandsFailFast(t *testing.T) {
 		{"tail", "--count", "1"},
 		{"tail", "--end-at-head"},
 		{"status"},
+		{"outcome", "note-4"},
 		{"publish", `{"topic":"a/b","type":"t"}`},
 		{"publish", "--lines"},
 	}
@@ -133,7 +134,7 @@ func (u *unavailableFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // as on SIGINT; the others with the reason), and succeeds once a ringcast
 // answers.
 func TestRetryKeepsTrying(t *testing.T) {
-	for _, cmd := range []string{"tail", "status", "publish"} {
+	for _, cmd := range []string{"tail", "status", "outcome", "publish"} {
 		t.Run(cmd+"/interrupted", func(t *testing.T) {
 			u := &unavailableFirst{seen: make(chan struct{}, 100)}
 			url := notRingcast(t, u)
@@ -174,6 +175,8 @@ func TestRetryKeepsTrying(t *testing.T) {
 				args = append(args, "--end-at-head")
 			case "publish":
 				args = append(args, `{"topic":"a/b","type":"t"}`)
+			case "outcome":
+				args = append(args, "note-4")
 			}
 			if code := run(args, strings.NewReader(""), &stdout, &stderr); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
@@ -197,6 +200,8 @@ func runClientCmd(ctx context.Context, cmd string, args []string, stderr *syncBu
 		return tailCmd(ctx, args, &out, stderr)
 	case "status":
 		return statusCmd(ctx, args, &out, stderr)
+	case "outcome":
+		return outcomeCmd(ctx, append(args, "note-4"), &out, stderr)
 	case "publish":
 		return publishCmd(ctx, append(args, `{"topic":"a/b","type":"t"}`), strings.NewReader(""), &out, stderr)
 	}

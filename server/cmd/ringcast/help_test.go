@@ -87,7 +87,7 @@ func TestHelpGroupsEveryFlagOnce(t *testing.T) {
 // TestHelpShowsEveryFlagWithItsEnvName: every command's help shows each of
 // its flags once, with its environment variable.
 func TestHelpShowsEveryFlagWithItsEnvName(t *testing.T) {
-	for _, cmd := range []string{"serve", "tail", "publish", "status", "load", "token"} {
+	for _, cmd := range []string{"serve", "tail", "publish", "status", "outcome", "load", "token"} {
 		t.Run(cmd, func(t *testing.T) {
 			help := helpOf(t, cmd)
 			flags, env, _ := helpFlags(help)

@@ -39,7 +39,10 @@ func outcomeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer c.CloseIdleConnections()
 	// The generated call, not Client.Outcome: the response is printed as
 	// the server sent it.
-	res, err := c.RPC().GetPublishOutcome(ctx, connect.NewRequest(&ringcastv1.GetPublishOutcomeRequest{IdempotencyKey: fs.Arg(0)}))
+	req := connect.NewRequest(&ringcastv1.GetPublishOutcomeRequest{IdempotencyKey: fs.Arg(0)})
+	res, err := firstRequest(ctx, &cf, stderr, "outcome", func(ctx context.Context) (*connect.Response[ringcastv1.GetPublishOutcomeResponse], error) {
+		return c.RPC().GetPublishOutcome(ctx, req)
+	})
 	if err != nil {
 		return err
 	}

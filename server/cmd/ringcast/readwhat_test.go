@@ -79,7 +79,7 @@ func TestOutcomeErrors(t *testing.T) {
 		{[]string{""}, 2, "one non-empty idempotency KEY"},
 		{[]string{"a", "b"}, 2, "one non-empty idempotency KEY"},
 		{[]string{"--protocol", "carrier-pigeon", "k"}, 1, "unknown protocol"},
-		{[]string{"--server", "http://127.0.0.1:1", "k"}, 1, "ringcast outcome: unavailable"},
+		{[]string{"--server", "http://127.0.0.1:1", "k"}, 1, "ringcast outcome: cannot reach a ringcast server at http://127.0.0.1:1"},
 	} {
 		args := append([]string{"outcome", "--server", "http://127.0.0.1:1"}, c.args...)
 		code, out, errOut := runCmd(args...)
