@@ -58,6 +58,11 @@ func Prepare(ctx context.Context, root, version string) error {
 		return err
 	}
 	defer os.RemoveAll(proxy)
+	return prepare(ctx, root, version, proxy)
+}
+
+// prepare is Prepare with the file proxy's directory given.
+func prepare(ctx context.Context, root, version, proxy string) error {
 	if err := addToProxy(ctx, root, proxy, genMod, version); err != nil {
 		return err
 	}
