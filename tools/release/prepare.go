@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 )
@@ -86,9 +87,41 @@ func Restore(ctx context.Context, root string) error {
 		"-replace="+genModule+"=../../gen/go"); err != nil {
 		return err
 	}
-	return goMod(ctx, root, "",
-		"-replace="+clientModule+"=./clients/go", "-replace="+genModule+"=./gen/go")
+	path := filepath.Join(root, "go.mod")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	f, err := modfile.Parse(path, data, nil)
+	if err != nil {
+		return err
+	}
+	for _, m := range []string{clientModule, genModule} {
+		if err := f.DropReplace(m, ""); err != nil {
+			return err
+		}
+	}
+	f.Cleanup()
+	out, err := f.Format()
+	if err != nil {
+		return err
+	}
+	out = append(bytes.TrimRight(out, "\n"), "\n\n"+rootReplaceBlock...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		return err
+	}
+	return goMod(ctx, root, "")
 }
+
+// rootReplaceBlock is how the root go.mod points at the sibling modules
+// between releases.
+const rootReplaceBlock = `// The Go client and the generated code are modules of their own in this
+// repository (go.work joins them for development).
+replace (
+	github.com/ringcast/ringcast/clients/go => ./clients/go
+	github.com/ringcast/ringcast/gen/go => ./gen/go
+)
+`
 
 // goMod runs `go mod edit EDITS` then `go mod tidy` in dir, outside the
 // workspace; with proxy, the sibling modules come from that file proxy and
@@ -104,7 +137,11 @@ func goMod(ctx context.Context, dir, proxy string, edits ...string) error {
 			"GOPROXY=file://"+filepath.ToSlash(proxy)+","+up,
 			"GONOSUMDB="+joinList(os.Getenv("GONOSUMDB"), rootModule))
 	}
-	for _, args := range [][]string{append([]string{"mod", "edit"}, edits...), {"mod", "tidy"}} {
+	cmds := [][]string{{"mod", "tidy"}}
+	if len(edits) > 0 {
+		cmds = append([][]string{append([]string{"mod", "edit"}, edits...)}, cmds...)
+	}
+	for _, args := range cmds {
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir, cmd.Env = dir, env
 		if b, err := cmd.CombinedOutput(); err != nil {

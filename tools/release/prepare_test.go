@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,10 @@ func TestPrepareMakesGoInstallWork(t *testing.T) {
 	}
 	ctx := hangGuard(t)
 	repo := checkoutCopy(t, repoRoot(t))
+	before, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	proxy := t.TempDir()
 	modcache := t.TempDir()
 	t.Cleanup(func() { makeWritable(modcache) })
@@ -81,8 +86,14 @@ func TestPrepareMakesGoInstallWork(t *testing.T) {
 	if err := Restore(ctx, repo); err != nil {
 		t.Fatal(err)
 	}
-	if m := modJSON(t, repo); len(m.Replace) != 2 {
-		t.Errorf("go.mod after Restore replaces %+v, want clients/go and gen/go", m.Replace)
+	// The same go.mod as before the release, but for the versions required.
+	after, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bumped := regexp.MustCompile(`(?m)^(\tgithub\.com/ringcast/ringcast/(?:clients|gen)/go) v\S+$`)
+	if want := bumped.ReplaceAllString(string(before), "$1 v0.0.1"); string(after) != want {
+		t.Errorf("go.mod after Restore:\n%s\nwant:\n%s", after, want)
 	}
 	if m := modJSON(t, filepath.Join(repo, "clients/go")); len(m.Replace) != 1 {
 		t.Errorf("clients/go/go.mod after Restore replaces %+v, want gen/go", m.Replace)
