@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -124,6 +125,60 @@ func ExampleClient_Commit() {
 
 // A consumer that persists its cursor in a file continues where it stopped:
 // run one reads a fact and stops; run two, from the file, gets the next.
+func ExampleClient_Outcome() {
+	url, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c := ringcast.NewClient(url)
+	defer c.CloseIdleConnections()
+
+	if _, err := c.Commit(ctx, []*ringcastv1.Fact{gauge("g-014", 1.2)}, ringcast.WithIdempotencyKey("reading-g-014-0600")); err != nil {
+		panic(err)
+	}
+	// Did it apply? A read, never a write.
+	for _, key := range []string{"reading-g-014-0600", "reading-g-014-0700"} {
+		o, err := c.Outcome(ctx, key)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: applied=%v seq=%d remembered=%v\n", key, o.Applied, o.Receipt.GetSeq(), !o.RememberedSince.IsZero())
+	}
+	// Output:
+	// reading-g-014-0600: applied=true seq=2 remembered=true
+	// reading-g-014-0700: applied=false seq=0 remembered=true
+}
+
+func ExampleWithSinceTime() {
+	url, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c := ringcast.NewClient(url)
+	defer c.CloseIdleConnections()
+
+	var times []time.Time
+	for _, level := range []float64{1.2, 1.3, 1.4} {
+		r, err := c.Commit(ctx, []*ringcastv1.Fact{gauge("g-014", level)})
+		if err != nil {
+			panic(err)
+		}
+		times = append(times, r.GetEventTime().AsTime())
+	}
+	// What happened since the second reading? (Not a snapshot: every
+	// commit at or after the time, oldest first.)
+	sub := c.Subscribe(ringcast.WithSinceTime(times[1]), ringcast.WithEndAtHead())
+	for it, err := range sub.Items(ctx) {
+		if err != nil {
+			panic(err)
+		}
+		if it.Kind == ringcast.KindFact {
+			fmt.Println("seq", it.Seq, it.Fact.GetData().GetFields()["level_m"].GetNumberValue())
+		}
+	}
+	// Output:
+	// seq 3 1.3
+	// seq 4 1.4
+}
+
 func ExampleLoadCursor() {
 	url, stop := startExampleServer()
 	defer stop()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
@@ -108,6 +109,7 @@ type subscribeConfig struct {
 	untilSeq  uint64
 	endAtHead bool
 	events    func(ConnectionEvent)
+	sinceTime time.Time
 }
 
 // WithCursor starts from a cursor saved earlier (default: the zero cursor,
@@ -147,6 +149,24 @@ func WithUntil(seq uint64) SubscribeOption { return func(o *subscribeConfig) { o
 // check.
 func WithIdleTimeout(d time.Duration) SubscribeOption {
 	return func(o *subscribeConfig) { o.idle = d }
+}
+
+// WithSinceTime starts the subscription at a point in time instead of with
+// a snapshot: the first subscribe sends since_time = t (with since_seq 0),
+// and the server replays every retained commit whose event time is at or
+// after t, oldest first, then CaughtUp and the tail.
+//
+// t applies only while the subscription has no position: once any
+// positioned message arrived (a fact, Progress, a positioned status) the
+// subscription resumes by its cursor, and after a resync it starts from the
+// zero cursor (a snapshot) as usual — since_time is never sent again. So
+// WithCursor with a saved position wins over t: pass both to start from t
+// the first time and from the saved cursor on every later run. When the
+// commits at or after t may have been evicted, the server answers as for
+// a cursor below its window (a KindResynced item, then a snapshot). A
+// zero t is no option.
+func WithSinceTime(t time.Time) SubscribeOption {
+	return func(o *subscribeConfig) { o.sinceTime = t }
 }
 
 // WithEndAtHead makes the read replay what is there and end after the
@@ -228,6 +248,11 @@ type Subscription struct {
 	// heartbeat is the interval the server announced (ServerStatus
 	// limits); 0 until one arrives. Used by the iterating goroutine only.
 	heartbeat time.Duration
+
+	// timeSpent: the subscription has resynchronised at least once, so a
+	// zero cursor means "snapshot", never WithSinceTime's time again.
+	// Used by the iterating goroutine only.
+	timeSpent bool
 }
 
 // errStreamIdle ends a stream that delivered nothing for the idle timeout.
@@ -412,6 +437,10 @@ func (s *Subscription) request() (req *ringcastv1.SubscribeEventsRequest, done b
 	}
 	if s.cfg.inline {
 		req.OnUnservable = ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE
+	}
+	if !s.cfg.sinceTime.IsZero() && cur.Seq == 0 && !s.timeSpent {
+		// No position yet: start at the time (WithSinceTime).
+		req.SinceTime = timestamppb.New(s.cfg.sinceTime)
 	}
 	if u := s.cfg.untilSeq; u > 0 {
 		switch {
@@ -615,6 +644,7 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 // returned as the error when the stream is to be dropped (ResyncRequired).
 func (s *Subscription) resynced(epoch uint64, st *iterState, yield func(Item, error) bool, rs *Resync, then error) (streamEnd, error) {
 	s.setCursor(Cursor{})
+	s.timeSpent = true
 	st.caughtUp = false
 	if !yield(Item{Kind: KindResynced, Epoch: epoch, HeadSeq: rs.HeadSeq, Resync: rs}, nil) {
 		return endStopped, nil

@@ -5,6 +5,7 @@ import { Code, ConnectError, createClient, type CallOptions, type Transport } fr
 import { EventService, type PublishRequestSchema, type PublishResponse } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 import { backoffDelay, resolveBackoff, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
 import { SHARED_DEFAULTS } from "./defaults_gen.js";
+import { outcome, type PublishOutcome } from "./outcome.js";
 import { PERMANENT_CODES } from "./subscribe.js";
 
 /** How publish() retries and the keys it makes, shared with the Go client (clients/conformance/defaults.json). */
@@ -42,6 +43,17 @@ export interface PublishOptions {
   signal?: AbortSignal;
   /** Headers sent with every attempt (e.g. Authorization). */
   headers?: HeadersInit;
+  /**
+   * Before each retry, read the commit's outcome by its idempotency key
+   * ({@link outcome}, a read without side effects): when the last attempt
+   * failed with a transient error (the commit may have been appended, its
+   * receipt lost) and the outcome says applied, resolve to that original
+   * receipt with `duplicate` set, as a retry would, and publish no more;
+   * when it says not applied, or the read fails (an older server answers
+   * Unimplemented), retry the publish as usual. Outcome reads do not count
+   * against `attempts`. Default false.
+   */
+  confirmByOutcome?: boolean;
 }
 
 /**
@@ -53,6 +65,9 @@ export interface PublishOptions {
  * retried after a backoff delay, up to `attempts` requests; permanent ones
  * reject at once. A thin wrapper over {@link publishBatch} with one commit.
  * The server remembers a key for its dedupe window (10 min by default).
+ * A receipt with `duplicate` set means an earlier attempt with the same key
+ * appended the commit: it is that commit's original receipt, whether a
+ * retried publish returned it or (`confirmByOutcome`) an outcome read did.
  */
 export async function publish(transport: Transport, facts: CommitInit["facts"], options: PublishOptions = {}): Promise<PublishResponse> {
   const key = options.idempotencyKey ?? randomKey();
@@ -60,14 +75,19 @@ export async function publish(transport: Transport, facts: CommitInit["facts"], 
   const backoff = resolveBackoff(options.backoff);
   let last: ConnectError | undefined;
   for (let attempt = 0; attempt < attempts; attempt++) {
+    const call: CallOptions = {};
+    if (options.signal) call.signal = options.signal;
+    if (options.headers) call.headers = options.headers;
     if (attempt > 0) {
       await sleep(Math.max(backoffDelay(backoff, attempt - 1), retryAfterMs(last)), options.signal);
+      options.signal?.throwIfAborted();
+      if (options.confirmByOutcome) {
+        const confirmed = await confirm(transport, key, call);
+        if (confirmed) return confirmed;
+      }
     }
     options.signal?.throwIfAborted();
     try {
-      const call: CallOptions = {};
-      if (options.signal) call.signal = options.signal;
-      if (options.headers) call.headers = options.headers;
       const [receipt, ...rest] = await publishBatch(transport, [{ facts: facts ?? [], idempotencyKey: key }], call);
       if (receipt === undefined || rest.length > 0) {
         throw new ConnectError(`${rest.length + (receipt ? 1 : 0)} receipts for one commit`, Code.Internal);
@@ -80,6 +100,24 @@ export async function publish(transport: Transport, facts: CommitInit["facts"], 
     }
   }
   throw last!;
+}
+
+/**
+ * confirm reads the outcome of the commit with key after a failed attempt:
+ * its original receipt marked duplicate when it was applied, undefined when
+ * not, or when the read failed (the publish is then retried, which is safe
+ * under the same key).
+ */
+async function confirm(transport: Transport, key: string, call: CallOptions): Promise<PublishResponse | undefined> {
+  let o: PublishOutcome;
+  try {
+    o = await outcome(transport, key, call);
+  } catch {
+    call.signal?.throwIfAborted();
+    return undefined;
+  }
+  if (!o.applied || o.receipt === undefined) return undefined;
+  return { ...o.receipt, duplicate: true };
 }
 
 /** randomKey is a random idempotency key: "rc-" and 32 hex digits (128 bits), as the Go client makes them. */

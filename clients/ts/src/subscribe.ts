@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 
 import {
@@ -42,6 +42,21 @@ export interface SubscribeOptions {
   untilSeq?: bigint;
   /** Bounded read: end the iteration after the "caught_up" signal. */
   endAtHead?: boolean;
+  /**
+   * Start at a point in time instead of with a snapshot: the first subscribe
+   * sends `sinceTime` (with sinceSeq 0), and the server replays every
+   * retained commit whose event time is at or after it, oldest first, then
+   * "caught_up" and the tail. It applies only while the subscription has no
+   * position: once any positioned message arrived (a fact, Progress, a
+   * positioned status) the subscription resumes by its cursor, and after a
+   * resync it starts from the zero cursor (a snapshot) as usual — sinceTime
+   * is never sent again. So a saved `cursor` wins: pass both to start from
+   * the time the first time and from the saved cursor later. When commits
+   * at or after the time may have been evicted, the server answers as for a
+   * cursor below its window (a "resynced" signal, then a snapshot). An
+   * invalid Date makes subscribe() throw a RangeError.
+   */
+  sinceTime?: Date;
   /**
    * Aborting ends the iteration promptly: a pending next() (or the next
    * call, when the abort came while the application held an item) rejects
@@ -193,6 +208,8 @@ export class Subscription implements AsyncIterable<StreamItem> {
   #live = false;
   /** Ends the reconnect delay being waited out, if any (see reconnectNow). */
   #wake: (() => void) | undefined;
+  /** The subscription resynced: a zero cursor means a snapshot, never sinceTime again. */
+  #timeSpent = false;
 
   constructor(transport: Transport, options: SubscribeOptions = {}) {
     this.#client = createClient(EventService, transport);
@@ -206,6 +223,10 @@ export class Subscription implements AsyncIterable<StreamItem> {
     this.#idleFixed = idle !== undefined && idle !== 0;
     this.#idleTimeoutMs = this.#idleFixed ? (idle! < 0 ? -1 : Math.min(idle!, MAX_TIMER_MS)) : IDLE.untilHeartbeatKnownMs;
     resolveBackoff(options.backoff); // validate early
+    const since = options.sinceTime;
+    if (since !== undefined && (!(since instanceof Date) || Number.isNaN(since.getTime()))) {
+      throw new RangeError(`ringcast: sinceTime must be a valid Date, got ${String(since)}`);
+    }
   }
 
   /** The position of what the application has consumed, current at any moment. */
@@ -502,6 +523,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
     const previousEpoch = this.#cursor.epoch;
     // Discard the cursor: what follows is a snapshot of this instance.
     this.#cursor = ZERO_CURSOR;
+    this.#timeSpent = true;
     return Object.freeze({
       kind: "resynced",
       reason: r.reason,
@@ -532,6 +554,8 @@ export class Subscription implements AsyncIterable<StreamItem> {
       onUnservable: onUnservableValue(o.onUnservable),
       untilSeq,
       endAtHead: o.endAtHead ?? false,
+      // No position yet: start at the time (sinceTime).
+      ...(o.sinceTime !== undefined && c.seq === 0n && !this.#timeSpent ? { sinceTime: timestampFromDate(o.sinceTime) } : {}),
     });
   }
 

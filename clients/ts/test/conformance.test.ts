@@ -25,7 +25,7 @@ import { repoRoot, withTimeout } from "./harness.js";
 interface Vector {
   name: string;
   description: string;
-  options?: { cursor?: string; topics?: string[]; untilSeq?: string; endAtHead?: boolean; snapshot?: "retained" | "latest_per_key"; snapshotInline?: boolean };
+  options?: { cursor?: string; topics?: string[]; untilSeq?: string; endAtHead?: boolean; snapshot?: "retained" | "latest_per_key"; snapshotInline?: boolean; sinceTime?: string };
   stopAfterItems?: number;
   streams: { request: JsonObject; responses: JsonObject[]; end: string; message?: string }[];
   expect: { items: JsonObject[]; end: string; cursor: string; nextRequest?: JsonObject; reconnects?: string[] };
@@ -124,6 +124,7 @@ async function run(v: Vector, cursor: string | undefined, stopAfter: number): Pr
   if (o.endAtHead) opts.endAtHead = true;
   if (o.snapshot) opts.snapshot = o.snapshot;
   if (o.snapshotInline) opts.onUnservable = "snapshot_inline";
+  if (o.sinceTime !== undefined) opts.sinceTime = new Date(o.sinceTime);
   const reconnects: string[] = [];
   let connects = 0;
   let waited = false;

@@ -173,6 +173,32 @@ describe("errors that are not the transport's", () => {
   });
 });
 
+describe("sinceTime", () => {
+  it("rejects an invalid Date at subscribe()", () => {
+    const { transport } = scripted(async function* () {});
+    for (const v of [new Date(Number.NaN), "2026-12-01T09:00:00Z" as unknown as Date]) {
+      assert.throws(() => subscribe(transport, { sinceTime: v }), RangeError);
+    }
+  });
+
+  it("a saved cursor wins over the time", async () => {
+    let sent!: () => void;
+    const subscribed = new Promise<void>((r) => (sent = r));
+    const { transport, requests } = scripted(async function* (_req, _n, ctx) {
+      sent();
+      await quiet(ctx);
+    });
+    const stop = new AbortController();
+    const sub = subscribe(transport, { cursor: "rc1.0000000000001234.2.0", sinceTime: new Date("2026-12-01T09:00:00Z"), signal: stop.signal });
+    const it = sub[Symbol.asyncIterator]();
+    const next = it.next();
+    await withTimeout(subscribed, 2_000, "the subscribe");
+    assert.deepEqual([requests[0]!.sinceSeq, requests[0]!.sinceTime], [2n, undefined]);
+    stop.abort();
+    await next.catch(() => {});
+  });
+});
+
 describe("idleTimeoutMs", () => {
   it("rejects NaN and infinite values at subscribe()", () => {
     const { transport } = scripted(async function* () {});

@@ -9,9 +9,15 @@ import { publish } from "../src/index.js";
 
 const fast = { minMs: 1, initialMs: 2, maxMs: 5 };
 
-/** A server that appends on every call (deduplicating by key) and fails the first `lose` responses with `code`. */
-function server(lose: number, code = Code.Unavailable) {
+/**
+ * A server that appends on every call (deduplicating by key) and fails the
+ * first `lose` responses with `code`. Outcome reads answer from what was
+ * appended when `outcomes` is "served", not applied for "forgetful", and
+ * Unimplemented for "absent".
+ */
+function server(lose: number, code = Code.Unavailable, outcomes: "served" | "forgetful" | "absent" = "absent") {
   const calls: PublishBatchRequest[] = [];
+  const reads: string[] = [];
   const seen = new Map<string, bigint>();
   let head = 1n;
   const transport = createRouterTransport(({ service }) => {
@@ -28,9 +34,15 @@ function server(lose: number, code = Code.Unavailable) {
         if (calls.length <= lose) throw new ConnectError("response lost", code);
         return { receipts };
       },
+      getPublishOutcome(req) {
+        reads.push(req.idempotencyKey);
+        if (outcomes === "absent") throw new ConnectError("not served", Code.Unimplemented);
+        const seq = outcomes === "served" ? seen.get(req.idempotencyKey) : undefined;
+        return seq === undefined ? { applied: false } : { applied: true, receipt: { seq, duplicate: false } };
+      },
     });
   });
-  return { transport, calls, head: () => head };
+  return { transport, calls, reads, head: () => head };
 }
 
 const facts = [{ topic: "a/b", type: "t" }];
@@ -56,6 +68,31 @@ describe("publish", () => {
     const s = server(10, Code.InvalidArgument);
     await assert.rejects(publish(s.transport, facts, { backoff: fast }), (e) => e instanceof ConnectError && e.code === Code.InvalidArgument);
     assert.equal(s.calls.length, 1);
+  });
+
+  it("confirmByOutcome: a lost receipt confirmed by an outcome read is the original receipt, not published again", async () => {
+    const s = server(1, Code.Unavailable, "served");
+    const r = await publish(s.transport, facts, { backoff: fast, confirmByOutcome: true, idempotencyKey: "k" });
+    assert.deepEqual([r.seq, r.duplicate, s.head(), s.calls.length], [2n, true, 2n, 1]);
+    assert.deepEqual(s.reads, ["k"]);
+  });
+
+  it("confirmByOutcome: not applied, or an outcome read that fails, retries the publish", async () => {
+    for (const mode of ["forgetful", "absent"] as const) {
+      const s = server(2, Code.Unavailable, mode);
+      const r = await publish(s.transport, facts, { backoff: fast, confirmByOutcome: true });
+      assert.deepEqual([r.seq, r.duplicate, s.calls.length, s.reads.length], [2n, true, 3, 2], mode);
+      assert.equal(new Set(s.reads).size, 1, "one key");
+    }
+  });
+
+  it("reads no outcome without confirmByOutcome, or after a permanent code", async () => {
+    const s = server(1, Code.Unavailable, "served");
+    await publish(s.transport, facts, { backoff: fast });
+    assert.deepEqual([s.calls.length, s.reads.length], [2, 0]);
+    const p = server(10, Code.InvalidArgument, "served");
+    await assert.rejects(publish(p.transport, facts, { backoff: fast, confirmByOutcome: true }));
+    assert.deepEqual([p.calls.length, p.reads.length], [1, 0]);
   });
 
   it("gives up after its attempts with the last error", async () => {

@@ -20,8 +20,8 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: ringcast %s\n\nFlags (each also read from RINGCAST_<NAME>):\n", synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: ringcast %s\n\nEvery flag may also be set as the environment variable shown with it\n(RINGCAST_<NAME>); a flag on the command line wins.\n", synopsis)
+		printFlags(fs.Output(), fs)
 	}
 	return fs
 }

@@ -78,6 +78,19 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := cfg.Validate(); err != nil {
 		return bad("%v", err)
 	}
+	// A first GetServerStatus over Connect says at once (or, with --retry,
+	// waits until) whether a ringcast answers at all.
+	probe := cf
+	probe.protocol = string(ringcast.ProtocolConnect)
+	pc, err := probe.client()
+	if err != nil {
+		return bad("%v", err)
+	}
+	_, err = firstRequest(ctx, &probe, stderr, "load", pc.Status)
+	pc.CloseIdleConnections()
+	if err != nil {
+		return err
+	}
 	res, err := loadgen.Run(ctx, cfg, stderr)
 	if err != nil {
 		return err

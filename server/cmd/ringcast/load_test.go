@@ -150,7 +150,7 @@ func TestLoadServerDown(t *testing.T) {
 	t.Parallel()
 	// Nothing listens on port 1; the run fails with an error, not a panic.
 	code, out, errOut := runLoad(t, "--server", "http://127.0.0.1:1", "--subscribers", "2", "--duration", "100ms")
-	if code != 1 || out != "" || !strings.Contains(errOut, "server status") {
-		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and a status error", code, out, errOut)
+	if code != 1 || out != "" || !strings.Contains(errOut, "cannot reach a ringcast server at http://127.0.0.1:1") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and why", code, out, errOut)
 	}
 }

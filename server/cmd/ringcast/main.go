@@ -4,6 +4,7 @@
 //	ringcast tail      subscribe and print one JSON line per fact and signal
 //	ringcast publish   publish one commit of facts given as JSON
 //	ringcast status    print GetServerStatus as JSON
+//	ringcast outcome   print what became of a publish (GetPublishOutcome) as JSON
 //	ringcast load      drive a server on this machine and measure it from outside
 //	ringcast token     mint an HS256 token for a server with --auth jwt (development, tests)
 //
@@ -44,12 +45,14 @@ Usage:
   ringcast tail    [flags]          subscribe; print one JSON object per fact and per signal
   ringcast publish [flags] [FACT…]  publish one commit; facts as JSON arguments or on stdin
   ringcast status  [flags]          print the server's status as JSON
+  ringcast outcome [flags] KEY      print what became of the publish with idempotency key KEY, as JSON
   ringcast load    [flags]          load a server on this machine; print its CPU, memory and fan-out as JSON
   ringcast token   [flags]          mint an HS256 token from an HMAC secret (development, tests)
   ringcast version                  print the version
 
 Run "ringcast COMMAND -h" for a command's flags. Every flag may also be set
-as RINGCAST_<NAME>, e.g. RINGCAST_ADDR=0.0.0.0:8080.
+as RINGCAST_<NAME>, e.g. RINGCAST_ADDR=127.0.0.1:9090 (a non-loopback
+address also needs --auth jwt, or --allow-unauthenticated).
 `
 
 func main() {
@@ -74,6 +77,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = publishCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "status":
 		err = statusCmd(ctx, args[1:], stdout, stderr)
+	case "outcome":
+		err = outcomeCmd(ctx, args[1:], stdout, stderr)
 	case "load":
 		err = loadCmd(ctx, args[1:], stdout, stderr)
 	case "token":

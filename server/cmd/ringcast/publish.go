@@ -52,7 +52,11 @@ func publishCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if err != nil {
 			return err
 		}
-		return publishLines(ctx, c, stdin, stdout, *batch)
+		defer c.CloseIdleConnections()
+		if err := cf.reach(ctx, c, stderr, "publish"); err != nil {
+			return err
+		}
+		return publishLines(ctx, c, stdin, stdout, *batch, cf.explain)
 	}
 	var facts []*ringcastv1.Fact
 	var err error
@@ -74,9 +78,13 @@ func publishCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
+	defer c.CloseIdleConnections()
+	if err := cf.reach(ctx, c, stderr, "publish"); err != nil {
+		return err
+	}
 	receipt, err := c.Publish(ctx, facts, *key)
 	if err != nil {
-		return err
+		return cf.explain(err)
 	}
 	b, err := marshalJSON(receipt)
 	if err != nil {

@@ -26,20 +26,26 @@ type line struct {
 
 // publishLines publishes every stdin line as a commit, in batches of up to
 // size commits, and prints one receipt per line. Lines are read on their own
-// goroutine; each request takes everything read meanwhile.
-func publishLines(ctx context.Context, c *ringcast.Client, stdin io.Reader, stdout io.Writer, size int) error {
+// goroutine; each request takes everything read meanwhile. The first
+// request's error goes through explain (clientFlags.explain).
+func publishLines(ctx context.Context, c *ringcast.Client, stdin io.Reader, stdout io.Writer, size int, explain func(error) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lines := make(chan line, size)
 	go readLines(ctx, stdin, lines)
 	out := bufio.NewWriter(stdout)
 	pending := make([]*ringcastv1.PublishRequest, 0, size)
-	first := 0 // line number of pending[0]
+	first := 0    // line number of pending[0]
+	sent := false // a request was sent
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
 		}
 		rs, err := c.PublishBatch(ctx, pending)
+		if err != nil && !sent {
+			err = explain(err)
+		}
+		sent = true
 		if err != nil {
 			return fmt.Errorf("lines %d..%d (not published): %w", first, first+len(pending)-1, err)
 		}

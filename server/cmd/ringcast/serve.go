@@ -19,6 +19,16 @@ import (
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
 )
 
+const serveSynopsis = `serve [flags]
+
+Runs the server: Connect, gRPC and gRPC-Web, SSE at /events, health, metrics
+and the web console, on one port. For example:
+  ringcast serve                                    loopback, port 8080, memory store
+  RINGCAST_ADDR=127.0.0.1:9090 ringcast serve       a flag from the environment
+  ringcast serve --addr 0.0.0.0:8080 --auth jwt --jwt-key-file ringcast.key
+A non-loopback --addr needs --auth jwt (or --allow-unauthenticated, to serve
+it open on purpose).`
+
 // serveOpts are serve's flags that are not fields of app.Config.
 type serveOpts struct {
 	allowedHosts, corsOrigins    stringList
@@ -30,7 +40,7 @@ type serveOpts struct {
 // from package settings by app.Defaults), with the bounds of each numeric
 // one in its help (serveBounds).
 func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts) {
-	fs := newFlagSet("serve", "serve [flags]", stderr)
+	fs := newFlagSet("serve", serveSynopsis, stderr)
 	o := &serveOpts{}
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (HTTP/1.1 and h2c, or TLS with --tls-cert)")
 	fs.IntVar(&cfg.Window, "window", cfg.Window, "events retained in the ring (W): how far back a cursor can resume")
@@ -90,7 +100,8 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	o.console = fs.Bool("console", true, "serve the web console at /")
 	o.metrics = fs.Bool("metrics", true, "serve Prometheus /metrics")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics on this address instead of on --addr (Host checked against loopback names, IP addresses and --allowed-host; a non-loopback address is logged at WARN)")
-	o.logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&cfg.AccessLog, "access-log", false, "log one line per request at info, when its response ends (a stream: when it ends): procedure or path, code, status, duration, bytes, bytes_in, client, subject")
+	o.logLevel = fs.String("log-level", "info", "log level: debug (also every refused request, with its reason), info, warn, error")
 	o.logFormat = fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
 	describeBounds(fs, serveBounds)
 	return fs, o

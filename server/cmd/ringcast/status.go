@@ -17,7 +17,8 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	st, err := c.Status(ctx)
+	defer c.CloseIdleConnections()
+	st, err := firstRequest(ctx, &cf, stderr, "status", c.Status)
 	if err != nil {
 		return err
 	}

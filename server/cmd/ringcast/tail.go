@@ -39,7 +39,15 @@ line, so a later run continues with the next fact:
     and index); nothing is ever skipped. A consumer that must see each fact
     once drops a line whose (seq, index) is not after the last it kept.
   - Temporary files of a save interrupted by a kill (.NAME.tmpDIGITS next to
-    the cursor file) are removed when the next run starts.`
+    the cursor file) are removed when the next run starts.
+
+--since-time 2026-12-01T09:00:00Z (RFC 3339) or --since 15m (that long
+before now) starts with every retained commit whose event time is at or
+after that time, instead of a snapshot, then tails. They exclude each other
+and a --cursor-file that holds a position: with a missing or empty one the
+run starts at the time and saves its cursor, and later runs without the
+flag continue from it. When commits at or after the time may have been
+evicted, tail prints a resynced line and starts from a snapshot.`
 
 func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cf clientFlags
@@ -53,6 +61,8 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	until := fs.Uint64("until", 0, "end after position SEQ (0: no bound)")
 	endAtHead := fs.Bool("end-at-head", false, "replay what is there, then end instead of tailing")
 	inline := fs.Bool("snapshot-inline", false, "ask for an unservable cursor's snapshot on the same stream (Gap) instead of a resync round trip")
+	sinceTime := fs.String("since-time", "", "start with the commits whose event time is at or after this RFC 3339 time (e.g. 2026-12-01T09:00:00Z) instead of a snapshot")
+	since := fs.String("since", "", "start with the commits of this long before now (a Go duration, e.g. 15m or 2h) instead of a snapshot")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -66,6 +76,10 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	snap, ok := sse.ParseSnapshot(*snapshot, true)
 	if !ok {
 		return fmt.Errorf("--snapshot %q: want %s", *snapshot, sse.SnapshotNames)
+	}
+	from, err := tailStart(*sinceTime, *since, time.Now())
+	if err != nil {
+		return err
 	}
 	c, err := cf.client()
 	if err != nil {
@@ -82,6 +96,9 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
+	if !from.IsZero() && cur.Seq != 0 {
+		return fmt.Errorf("--since-time/--since start at a time, but %s holds a position (%s) to resume from: drop one of them", *cursorFile, cur)
+	}
 	opts := []ringcast.SubscribeOption{ringcast.WithCursor(cur), ringcast.WithSnapshot(snap), ringcast.WithTopics(topics...)}
 	if *until > 0 {
 		opts = append(opts, ringcast.WithUntil(*until))
@@ -92,6 +109,36 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *inline {
 		opts = append(opts, ringcast.WithSnapshotInline())
 	}
+	if !from.IsZero() {
+		opts = append(opts, ringcast.WithSinceTime(from))
+	}
+	// The first connection decides: a stream that fails before its first
+	// message ends the command with the reason, unless --retry; once one
+	// stream opened, the subscription retries what is transient on its own.
+	firstCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var opened bool
+	var failed error // why the first stream failed, without --retry
+	orNoMessage := func(err error) error {
+		if err == nil { // an OK end before any message: ringcast sends one at once
+			return fmt.Errorf("%s ended the stream before its first message (is --server a ringcast server?)", cf.server)
+		}
+		return err
+	}
+	opts = append(opts, ringcast.WithConnectionEvents(func(ev ringcast.ConnectionEvent) {
+		switch {
+		case ev.State == ringcast.StateOpen:
+			opened = true
+		case ev.State != ringcast.StateReconnecting || opened:
+		case cf.retry:
+			if ev.Attempt == 0 {
+				fmt.Fprintf(stderr, "ringcast tail: %v; retrying (--retry)\n", cf.explain(orNoMessage(ev.Err)))
+			}
+		default:
+			failed = orNoMessage(ev.Err)
+			stop()
+		}
+	}))
 	sub := c.Subscribe(opts...)
 	save := func(c ringcast.Cursor) error {
 		if *cursorFile == "" {
@@ -101,13 +148,20 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	facts := 0
-	for it, err := range sub.Items(ctx) {
+	for it, err := range sub.Items(firstCtx) {
 		if err != nil {
-			if ctx.Err() != nil {
-				break // SIGINT/SIGTERM: stop between two lines
+			switch {
+			case failed != nil:
+				return cf.explain(failed)
+			case ctx.Err() != nil:
+				// SIGINT/SIGTERM: stop between two lines
+			case !opened:
+				return cf.explain(err) // a permanent error at once
+			default:
+				_ = save(sub.Cursor())
+				return err
 			}
-			_ = save(sub.Cursor())
-			return err
+			break
 		}
 		line, err := tailLine(it)
 		if err != nil {
@@ -129,6 +183,31 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// The subscription's cursor also covers Progress received after the
 	// last line (filtered commits), so the next run need not re-cover them.
 	return save(sub.Cursor())
+}
+
+// tailStart is the time --since-time or --since asks to start at (zero:
+// neither was given).
+func tailStart(sinceTime, since string, now time.Time) (time.Time, error) {
+	switch {
+	case sinceTime != "" && since != "":
+		return time.Time{}, errors.New("--since-time and --since are two ways to give the start: use one")
+	case sinceTime != "":
+		t, err := time.Parse(time.RFC3339Nano, sinceTime)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--since-time %q: want an RFC 3339 time such as 2026-12-01T09:00:00Z", sinceTime)
+		}
+		if t.Year() < 1 || t.Year() > 9999 {
+			return time.Time{}, fmt.Errorf("--since-time %q: want a year in 0001..9999", sinceTime)
+		}
+		return t, nil
+	case since != "":
+		d, err := time.ParseDuration(since)
+		if err != nil || d <= 0 {
+			return time.Time{}, fmt.Errorf("--since %q: want a positive duration such as 15m or 2h", since)
+		}
+		return now.Add(-d), nil
+	}
+	return time.Time{}, nil
 }
 
 // factLine is one fact on stdout. Field order is the output's.

@@ -26,6 +26,7 @@ import (
 	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/edge"
+	"github.com/ringcast/ringcast/server/internal/edge/access"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
 	"github.com/ringcast/ringcast/server/internal/face/rpc"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
@@ -110,6 +111,9 @@ type Config struct {
 	DisableConsole    bool
 	DisableMetrics    bool
 	MetricsAddr       string
+	// AccessLog logs one line per request on Addr, at Info on Logger,
+	// when its response ends (package edge, withAccessLog). Default off.
+	AccessLog bool
 	// TracerProvider, when set, traces every RPC (otelconnect; W3C trace
 	// context). Default nil: no tracing (see TracerProviderFromEnv). A
 	// publish's traceparent is kept on its commit either way.
@@ -277,8 +281,16 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	limiter := cfg.Edge.Limiter(m.LimitRejected, cfg.Logger)
+	// The access log's interceptor, outermost, records each RPC's code;
+	// the refusals the handler decides are logged inside the limits',
+	// which log their own.
+	var accessRPC []connect.Interceptor
+	var accessLog *slog.Logger
+	if cfg.AccessLog {
+		accessRPC, accessLog = []connect.Interceptor{access.Interceptor()}, cfg.Logger
+	}
 	rpcPath, rpcHandler := rpc.NewHandler(h, cfg.MaxRequestBytes,
-		append(tracing, connect.WithInterceptors(m.Interceptor(), limiter.Interceptor(), edge.StreamDeadline(), edge.OneRequestMessage()))...)
+		append(tracing, connect.WithInterceptors(append(accessRPC, m.Interceptor(), limiter.Interceptor(), edge.LogRefusals(cfg.Logger), edge.StreamDeadline(), edge.OneRequestMessage())...))...)
 	// Every stream's path: its read deadline is cleared once its request
 	// is read (edge.Handler).
 	streams := stream.Paths(ringcastv1.File_ringcast_v1_ringcast_proto.Services().ByName("EventService"))
@@ -287,7 +299,7 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	// too, and clear their read deadlines once their requests are read.
 	// (Their handlers are built from service names, not descriptors: each
 	// adds its stream's path.)
-	sideRPC := connect.WithInterceptors(limiter.Interceptor(), edge.StreamDeadline())
+	sideRPC := connect.WithInterceptors(append(accessRPC, limiter.Interceptor(), edge.StreamDeadline())...)
 	health := newHealth()
 	streams[health.handle(mux, sideRPC)] = true
 	if !cfg.DisableReflection {
@@ -325,6 +337,8 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 		AllowedHosts: cfg.AllowedHosts,
 		CORSOrigins:  cfg.CORSOrigins,
 		Writes:       guard,
+		AccessLog:    accessLog,
+		Log:          cfg.Logger,
 	})
 	srv := &Server{Hub: h, Handler: handler, cfg: cfg, guard: guard, events: events, health: health, tls: tlsConfig, metrics: metricsHandler, closeStore: closeStore, storeCheck: storeCheck, limiter: limiter}
 	if metricsHandler != nil {

@@ -3,6 +3,7 @@ package edge
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -58,16 +59,20 @@ func withCORS(origins []string, next http.Handler) http.Handler {
 // whose Host is neither a loopback name or address nor one of allowed: a
 // page on another site that made its own name resolve to 127.0.0.1 (DNS
 // rebinding) still sends its own name as Host.
-func withHostCheck(allowed []string, next http.Handler) http.Handler {
-	return hostCheck(allowed, false, "forbidden: this server answers only to loopback host names (see --allowed-host)", next)
+func withHostCheck(allowed []string, log *slog.Logger, next http.Handler) http.Handler {
+	return hostCheck(allowed, false, "forbidden: this server answers only to loopback host names (see --allowed-host)", log, next)
 }
 
 // hostCheck is withHostCheck, and withSideHostCheck with ipOK: next serves
 // a request whose Host is a loopback name or address, a name under
 // .localhost, one of allowed or, with ipOK, any IP address; any other gets
 // 403 with refusal, and its connection is closed rather than drained of a
-// body nobody will read.
-func hostCheck(allowed []string, ipOK bool, refusal string, next http.Handler) http.Handler {
+// body nobody will read. Each refusal is logged on log at Debug (nil:
+// none), never higher: a flood of foreign Host names must not flood the log.
+func hostCheck(allowed []string, ipOK bool, refusal string, log *slog.Logger, next http.Handler) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	extra := make(map[string]bool, len(allowed))
 	for _, h := range allowed {
 		extra[strings.ToLower(h)] = true
@@ -81,6 +86,10 @@ func hostCheck(allowed []string, ipOK bool, refusal string, next http.Handler) h
 		ok := isLoopbackHost(host) || strings.HasSuffix(host, ".localhost") || extra[host] || extra[strings.ToLower(r.Host)] ||
 			(ipOK && net.ParseIP(host) != nil)
 		if !ok {
+			if log.Enabled(r.Context(), slog.LevelDebug) {
+				log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", slog.String("refusal", "host"),
+					slog.String("host", r.Host), slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
+			}
 			w.Header().Set("Connection", "close")
 			http.Error(w, refusal, http.StatusForbidden)
 			return
@@ -95,8 +104,8 @@ func hostCheck(allowed []string, ipOK bool, refusal string, next http.Handler) h
 // address (DNS rebinding) still sends its own name as Host, and a side
 // listener has no token to stop it. An IP address cannot be such a page's
 // name, so scrapers that address the listener by IP need nothing more.
-func withSideHostCheck(allowed []string, next http.Handler) http.Handler {
-	return hostCheck(allowed, true, "forbidden: this listener answers only to loopback names, IP addresses and --allowed-host names", next)
+func withSideHostCheck(allowed []string, log *slog.Logger, next http.Handler) http.Handler {
+	return hostCheck(allowed, true, "forbidden: this listener answers only to loopback names, IP addresses and --allowed-host names", log, next)
 }
 
 // IsLoopbackAddr reports whether a listen address binds loopback only: a

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"bufio"
-	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -185,11 +184,12 @@ func (c *guardedConn) Close() error {
 }
 
 // NetConn is the connection beneath: under TLS, the one beneath its TLS
-// layer (as tls.Conn's NetConn), so that closing it need not say so to a
-// client that may not be reading.
+// layer (as tls.Conn's NetConn, also through the access log's counting
+// connection), so that closing it need not say so to a client that may not
+// be reading.
 func (c *guardedConn) NetConn() net.Conn {
-	if tc, ok := c.Conn.(*tls.Conn); ok {
-		return tc.NetConn()
+	if nc, ok := c.Conn.(interface{ NetConn() net.Conn }); ok {
+		return nc.NetConn()
 	}
 	return c.Conn
 }

@@ -33,6 +33,7 @@ type vector struct {
 		EndAtHead      bool     `json:"endAtHead"`
 		Snapshot       string   `json:"snapshot"`
 		SnapshotInline bool     `json:"snapshotInline"`
+		SinceTime      string   `json:"sinceTime"`
 	} `json:"options"`
 	StopAfterItems int `json:"stopAfterItems"`
 	Streams        []struct {
@@ -124,7 +125,8 @@ func (s *scripted) SubscribeEvents(ctx context.Context, req *connect.Request[rin
 	return connect.NewError(code, errors.New(msg))
 }
 
-// requestJSON is req in the vectors' form: proto JSON with every field.
+// requestJSON is req in the vectors' form: proto JSON with every scalar,
+// enum and list field, and a message field (sinceTime) only when set.
 func requestJSON(t *testing.T, req *ringcastv1.SubscribeEventsRequest) map[string]any {
 	t.Helper()
 	b, err := (protojson.MarshalOptions{EmitUnpopulated: true}).Marshal(req)
@@ -134,6 +136,11 @@ func requestJSON(t *testing.T, req *ringcastv1.SubscribeEventsRequest) map[strin
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range m {
+		if v == nil { // an unset message field
+			delete(m, k)
+		}
 	}
 	return m
 }
@@ -187,6 +194,13 @@ func runVector(t *testing.T, v *vector, cursor string, stopAfter int) vectorRun 
 	}
 	if o.SnapshotInline {
 		opts = append(opts, ringcast.WithSnapshotInline())
+	}
+	if o.SinceTime != "" {
+		at, err := time.Parse(time.RFC3339Nano, o.SinceTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, ringcast.WithSinceTime(at))
 	}
 	var reconnects []string // written by the iterating goroutine only
 	connects, waited := 0, false

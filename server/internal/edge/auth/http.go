@@ -1,11 +1,14 @@
 package auth
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"connectrpc.com/connect"
+
+	"github.com/ringcast/ringcast/server/internal/edge/access"
 )
 
 // Where a token is read from. EventSource cannot set headers, so GET
@@ -75,9 +78,22 @@ func (v *Verifier) Authenticate(r *http.Request, eventSource bool) (*Identity, *
 	return id, nil
 }
 
-func (m *Middleware) reject(face string, reason Reason) {
+// count counts a refusal (ringcast_auth_rejections_total).
+func (m *Middleware) count(face string, reason Reason) {
 	if m.obs != nil {
 		m.obs.AuthRejected(face, reason)
+	}
+}
+
+// reject counts and logs, at Debug, a refusal decided after the token was
+// verified: a topic outside a grant, a token expired since
+// (ScopeSubscribe, CheckPublish).
+func (m *Middleware) reject(face string, id *Identity, err *Error) {
+	m.count(face, err.Reason)
+	if m.log.Enabled(context.Background(), slog.LevelDebug) {
+		m.log.LogAttrs(context.Background(), slog.LevelDebug, "request refused", slog.String("refusal", "auth"),
+			slog.String("face", face), slog.String("reason", string(err.Reason)), slog.String("client", "sub:"+id.Subject),
+			slog.String("error", err.Error()))
 	}
 }
 
@@ -90,7 +106,8 @@ type Middleware struct {
 }
 
 // NewMiddleware returns middleware that verifies with v, counts
-// rejections on obs (may be nil) and logs them at debug level.
+// rejections on obs (may be nil) and logs them at Debug (refusal=auth),
+// never higher: a flood of bad tokens must not flood the log.
 func NewMiddleware(v *Verifier, obs Observer, log *slog.Logger) *Middleware {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -98,9 +115,14 @@ func NewMiddleware(v *Verifier, obs Observer, log *slog.Logger) *Middleware {
 	return &Middleware{v: v, obs: obs, log: log, errors: connect.NewErrorWriter()}
 }
 
+// rejected counts and logs, at Debug, a request refused for its token.
 func (m *Middleware) rejected(face string, r *http.Request, err *Error) {
-	m.reject(face, err.Reason)
-	m.log.Debug("request refused", "face", face, "reason", err.Reason, "path", r.URL.Path, "remote", r.RemoteAddr, "error", err.Unwrap())
+	m.count(face, err.Reason)
+	if m.log.Enabled(r.Context(), slog.LevelDebug) {
+		m.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", slog.String("refusal", "auth"),
+			slog.String("face", face), slog.String("reason", string(err.Reason)), slog.String("path", r.URL.Path),
+			slog.String("remote", r.RemoteAddr), slog.Any("error", err.Unwrap()))
+	}
 }
 
 // Connect guards an RPC handler (Connect, gRPC, gRPC-Web): a request
@@ -118,9 +140,11 @@ func (m *Middleware) Connect(face string, next http.Handler, open ...string) htt
 		id, err := m.v.Authenticate(r, false)
 		if err != nil {
 			m.rejected(face, r, err)
+			access.SetCode(r.Context(), connect.CodeUnauthenticated)
 			_ = m.errors.Write(w, r, connect.NewError(connect.CodeUnauthenticated, err))
 			return
 		}
+		access.SetSubject(r.Context(), id.Subject)
 		next.ServeHTTP(w, r.WithContext(withRequest(r.Context(), id, face, m.reject)))
 	})
 }
@@ -135,6 +159,7 @@ func (m *Middleware) EventSource(face string, next http.Handler) http.Handler {
 			err.Refuse(w)
 			return
 		}
+		access.SetSubject(r.Context(), id.Subject)
 		next.ServeHTTP(w, r.WithContext(withRequest(r.Context(), id, face, m.reject)))
 	})
 }

@@ -53,7 +53,7 @@ type ctxKey struct{}
 type authenticated struct {
 	id     *Identity
 	face   string
-	reject func(face string, reason Reason)
+	reject func(face string, id *Identity, err *Error)
 }
 
 // WithIdentity returns ctx carrying id.
@@ -61,7 +61,7 @@ func WithIdentity(ctx context.Context, id *Identity) context.Context {
 	return context.WithValue(ctx, ctxKey{}, &authenticated{id: id})
 }
 
-func withRequest(ctx context.Context, id *Identity, face string, reject func(string, Reason)) context.Context {
+func withRequest(ctx context.Context, id *Identity, face string, reject func(string, *Identity, *Error)) context.Context {
 	return context.WithValue(ctx, ctxKey{}, &authenticated{id: id, face: face, reject: reject})
 }
 
@@ -82,7 +82,7 @@ func forbid(ctx context.Context, msg string) *Error {
 // reject counts err's refusal for ctx's request and returns err.
 func reject(ctx context.Context, err *Error) *Error {
 	if a, _ := ctx.Value(ctxKey{}).(*authenticated); a != nil && a.reject != nil {
-		a.reject(a.face, err.Reason)
+		a.reject(a.face, a.id, err)
 	}
 	return err
 }
@@ -130,6 +130,24 @@ func CheckPublish(ctx context.Context, facts []*ringcastv1.Fact) error {
 		}
 	}
 	return nil
+}
+
+// MaySubscribeAll reports whether ctx's identity (nil without auth: yes)
+// may subscribe to every one of topics: whether a stream of its, asking
+// for no topics, would be sent each of them (ScopeSubscribe). A face that
+// answers for a whole commit, such as its publish outcome, answers only
+// a caller who may read every fact of it.
+func MaySubscribeAll(ctx context.Context, topics []string) bool {
+	id := FromContext(ctx)
+	if id == nil {
+		return true
+	}
+	for _, t := range topics {
+		if !id.Subscribe.Allows(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // Scope is what ctx's identity makes of a subscribe: the topics filter the

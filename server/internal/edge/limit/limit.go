@@ -10,6 +10,7 @@
 package limit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -214,8 +215,9 @@ func lastLog(c *client) (t time.Time) {
 	return t
 }
 
-// refuse counts, logs (once per client and limit per minute) and returns
-// a refusal. l.mu is held.
+// refuse counts, logs and returns a refusal: at Warn once per client and
+// limit per minute, every other refusal at Debug (refusal=limit, as
+// package edge lists the refusal logs). l.mu is held.
 func (l *Limiter) refuse(id string, c *client, now time.Time, e *Error) *Error {
 	l.cfg.Observer(e.Limit)
 	if c.logged == nil {
@@ -224,6 +226,9 @@ func (l *Limiter) refuse(id string, c *client, now time.Time, e *Error) *Error {
 	if at, ok := c.logged[e.Limit]; !ok || now.Sub(at) >= time.Minute {
 		c.logged[e.Limit] = now
 		l.cfg.Logger.Warn("client over a limit; refusing (logged once a minute per client and limit)", "client", id, "limit", e.Limit, "error", e.msg)
+	} else if l.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		l.cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "request refused", slog.String("refusal", "limit"),
+			slog.String("client", id), slog.String("limit", e.Limit), slog.String("error", e.msg))
 	}
 	return e
 }
