@@ -23,8 +23,8 @@ func connectError(err error) error { return Exhausted(err, retryAfter(err)) }
 // takes one of its client's stream slots while it lasts; Publish takes one
 // token of its client's bucket of commits and PublishBatch one per commit,
 // and each takes its request's protobuf size from the client's bucket of
-// bytes; GetPublishOutcome takes as much as a Publish. Install it outside validation, so refused requests cost nothing
-// more.
+// bytes; GetPublishOutcome takes as much as a Publish. Install it outside
+// validation, so refused requests cost nothing more.
 func (l *Limiter) Interceptor() connect.Interceptor { return interceptor{l} }
 
 type interceptor struct{ l *Limiter }

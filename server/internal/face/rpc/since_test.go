@@ -139,6 +139,12 @@ func TestSinceTimeStartsAtTheFirstCommitAtOrAfterIt(t *testing.T) {
 			if seqs := positioned(t, store, got); !equalSeqs(seqs, span(c2.seq, c3.seq)) {
 				t.Fatalf("seqs %v, want %d..%d", seqs, c2.seq, c3.seq)
 			}
+			// A bound below the start is already passed.
+			req = since(c5.at)
+			req.EndAtHead, req.UntilSeq = false, c2.seq
+			if got := afterStatus(t, store, subscribe(t, c, req).rest()); len(got) != 0 {
+				t.Fatalf("until_seq %d below the start %d: got %v, want nothing", c2.seq, c5.seq, got)
+			}
 		})
 	})
 }

@@ -305,8 +305,8 @@ type query struct {
 	QueryLastID string // the lastEventId parameter
 }
 
-// parseQuery reads topic (repeatable), snapshot, lastEventId and since_time, and checks
-// them against the proto's rules. A malformed query, an unknown or repeated
+// parseQuery reads topic (repeatable), snapshot, lastEventId and
+// since_time, and checks them against the proto's rules. A malformed query, an unknown or repeated
 // parameter, or a bad value is a programming error in the page that built
 // the URL, not a resume, so it is answered 400.
 func parseQuery(r *http.Request) (query, error) {

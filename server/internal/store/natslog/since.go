@@ -2,57 +2,40 @@ package natslog
 
 import (
 	"context"
+	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 )
 
-// timeBatch is how many messages SeqAtTime asks for at the stream's time
-// lookup: the commits appended at the time but stamped just before it are
-// stepped over from this first answer.
+// timeBatch is how many commits SeqAtTime reads at a time while it steps
+// over the commits appended across the time but stamped just before it.
 const timeBatch = 16
 
-// SeqAtTime implements hub.Log by the stream's own time index: a direct
-// get by start_time answers the first message JetStream stored at or after
-// t. A commit's event time is stamped by the publishing replica just
-// before the append, so (with the replica's and the NATS servers' clocks
-// in step) every commit stamped at or after t is stored at or after t; the
-// few stored at or after t but stamped before it (appended across t) are
-// stepped over. When the first message stored at or after t is the
-// stream's oldest and its seq is above 1, the stream's limits may have
-// discarded commits at or after t: ErrTooOld.
+// SeqAtTime implements hub.Log by the stream's own time index: a message
+// get by start_time, answered by the stream's leader, finds the first
+// message JetStream stored at or after t. A commit's event time is stamped
+// by the publishing replica just before the append, so (with the
+// replica's and the NATS servers' clocks in step) every commit stamped at
+// or after t is stored at or after t; the few stored at or after t but
+// stamped before it (appended across t) are then stepped over. When the
+// first message stored at or after t is the stream's oldest and its seq is
+// above 1, the stream's limits may have discarded commits at or after t:
+// ErrTooOld.
 func (l *Log) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 	first, last, err := l.Range(ctx)
 	if err != nil {
 		return 0, err
 	}
-	select {
-	case l.reads <- struct{}{}:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	tctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
-	var evs []*hub.Event
-	err = l.directGetBy(tctx, struct {
+	gctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	seq, hdr, data, err := l.leaderGetBy(gctx, struct {
 		StartTime time.Time `json:"start_time"`
 		NextFor   string    `json:"next_by_subj"`
-		Batch     int       `json:"batch"`
-	}{t.UTC(), l.subject, timeBatch}, func(seq uint64, hdr nats.Header, data []byte) error {
-		ev, err := l.decode(seq, hdr, data)
-		if err != nil {
-			return err
-		}
-		evs = append(evs, ev)
-		return nil
-	})
+	}{t.UTC(), l.subject})
 	cancel()
-	<-l.reads
-	if err != nil {
-		return 0, l.condition(err)
-	}
-	if len(evs) == 0 {
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		// Nothing stored at or after t.
 		if first > last && first > 1 {
 			// It retains nothing: were its discarded commits before t?
@@ -66,9 +49,17 @@ func (l *Log) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 		}
 		return last + 1, nil
 	}
-	if evs[0].Seq <= first && first > 1 {
+	if err != nil {
+		return 0, l.condition(err)
+	}
+	if seq <= first && first > 1 {
 		return 0, hub.ErrTooOld
 	}
+	ev, err := l.decode(seq, hdr, data)
+	if err != nil {
+		return 0, err
+	}
+	evs := []*hub.Event{ev}
 	for {
 		for _, ev := range evs {
 			if !ev.Time.Before(t) {
