@@ -59,7 +59,7 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.IntVar(&cfg.Edge.MaxConcurrentStreams, "max-h2-streams", cfg.Edge.MaxConcurrentStreams, "streams one HTTP/2 connection may have open at once")
 	fs.IntVar(&cfg.Edge.MaxH2Resets, "max-h2-resets", cfg.Edge.MaxH2Resets, "stream resets per second on one HTTP/2 connection, the client's RST_STREAM frames and those the server sends in answer to its frames (a bucket of as many); past it GOAWAY ENHANCE_YOUR_CALM, and a client cut twice within a minute is refused for --h2-reset-penalty (negative: no bound)")
 	fs.DurationVar(&cfg.Edge.H2ResetPenalty, "h2-reset-penalty", cfg.Edge.H2ResetPenalty, "how long a client cut for HTTP/2 rapid reset twice within a minute is refused new connections, everyone behind its IP (IPv6: /64) included; a first cut costs only the connection (negative: none)")
-	fs.BoolVar(&cfg.Demo, "demo", cfg.Demo, "publish the embedded river-gauge demo feed (--demo=false for an empty ring)")
+	fs.BoolVar(&cfg.Demo, "demo", cfg.Demo, "publish the embedded river-gauge demo feed into the ring (off by default: an empty ring; go tool task run turns it on)")
 	fs.DurationVar(&cfg.DemoInterval, "demo-interval", cfg.DemoInterval, "time between demo rounds (one commit each)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with HTTP/2")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key file (PEM)")
