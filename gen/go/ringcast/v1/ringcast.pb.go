@@ -1221,6 +1221,9 @@ type Limits struct {
 	MaxRingBytes uint64 `protobuf:"varint,10,opt,name=max_ring_bytes,json=maxRingBytes,proto3" json:"max_ring_bytes,omitempty"`
 	// Bytes the latest-per-key table may hold before it evicts keys.
 	MaxStateBytes uint64 `protobuf:"varint,11,opt,name=max_state_bytes,json=maxStateBytes,proto3" json:"max_state_bytes,omitempty"`
+	// The durable store's retention: how far back a cursor older than the
+	// ring can resume. Unset with the memory store (the ring is the log).
+	Store         *StoreLimits `protobuf:"bytes,12,opt,name=store,proto3" json:"store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1332,6 +1335,80 @@ func (x *Limits) GetMaxStateBytes() uint64 {
 	return 0
 }
 
+func (x *Limits) GetStore() *StoreLimits {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+// StoreLimits are the limits of a durable store's stream as the store
+// reports them (a stream created outside ringcast keeps its own): past
+// any of them the oldest commits are discarded, and a cursor before them
+// gets CURSOR_TOO_OLD.
+type StoreLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Bytes the stream may hold; 0: no bound.
+	MaxBytes uint64 `protobuf:"varint,1,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// Age past which commits are discarded; unset: no bound.
+	MaxAge *durationpb.Duration `protobuf:"bytes,2,opt,name=max_age,json=maxAge,proto3" json:"max_age,omitempty"`
+	// Commits the stream may hold; 0: no bound.
+	MaxCommits    uint64 `protobuf:"varint,3,opt,name=max_commits,json=maxCommits,proto3" json:"max_commits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreLimits) Reset() {
+	*x = StoreLimits{}
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreLimits) ProtoMessage() {}
+
+func (x *StoreLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreLimits.ProtoReflect.Descriptor instead.
+func (*StoreLimits) Descriptor() ([]byte, []int) {
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *StoreLimits) GetMaxBytes() uint64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *StoreLimits) GetMaxAge() *durationpb.Duration {
+	if x != nil {
+		return x.MaxAge
+	}
+	return nil
+}
+
+func (x *StoreLimits) GetMaxCommits() uint64 {
+	if x != nil {
+		return x.MaxCommits
+	}
+	return 0
+}
+
 type PublishRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The commit's facts, 1..256. Their `index` is assigned by the server.
@@ -1345,7 +1422,7 @@ type PublishRequest struct {
 
 func (x *PublishRequest) Reset() {
 	*x = PublishRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[11]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1434,7 @@ func (x *PublishRequest) String() string {
 func (*PublishRequest) ProtoMessage() {}
 
 func (x *PublishRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[11]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1447,7 @@ func (x *PublishRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishRequest.ProtoReflect.Descriptor instead.
 func (*PublishRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{11}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PublishRequest) GetFacts() []*Fact {
@@ -1401,7 +1478,7 @@ type PublishResponse struct {
 
 func (x *PublishResponse) Reset() {
 	*x = PublishResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[12]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1490,7 @@ func (x *PublishResponse) String() string {
 func (*PublishResponse) ProtoMessage() {}
 
 func (x *PublishResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[12]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1503,7 @@ func (x *PublishResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishResponse.ProtoReflect.Descriptor instead.
 func (*PublishResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{12}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PublishResponse) GetSeq() uint64 {
@@ -1470,7 +1547,7 @@ type PublishBatchRequest struct {
 
 func (x *PublishBatchRequest) Reset() {
 	*x = PublishBatchRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1559,7 @@ func (x *PublishBatchRequest) String() string {
 func (*PublishBatchRequest) ProtoMessage() {}
 
 func (x *PublishBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1572,7 @@ func (x *PublishBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishBatchRequest.ProtoReflect.Descriptor instead.
 func (*PublishBatchRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{13}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PublishBatchRequest) GetCommits() []*PublishRequest {
@@ -1518,7 +1595,7 @@ type PublishBatchResponse struct {
 
 func (x *PublishBatchResponse) Reset() {
 	*x = PublishBatchResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1607,7 @@ func (x *PublishBatchResponse) String() string {
 func (*PublishBatchResponse) ProtoMessage() {}
 
 func (x *PublishBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1620,7 @@ func (x *PublishBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishBatchResponse.ProtoReflect.Descriptor instead.
 func (*PublishBatchResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{14}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PublishBatchResponse) GetReceipts() []*PublishResponse {
@@ -1561,7 +1638,7 @@ type GetServerStatusRequest struct {
 
 func (x *GetServerStatusRequest) Reset() {
 	*x = GetServerStatusRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1650,7 @@ func (x *GetServerStatusRequest) String() string {
 func (*GetServerStatusRequest) ProtoMessage() {}
 
 func (x *GetServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1663,7 @@ func (x *GetServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{15}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{16}
 }
 
 type GetServerStatusResponse struct {
@@ -1600,7 +1677,7 @@ type GetServerStatusResponse struct {
 
 func (x *GetServerStatusResponse) Reset() {
 	*x = GetServerStatusResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1689,7 @@ func (x *GetServerStatusResponse) String() string {
 func (*GetServerStatusResponse) ProtoMessage() {}
 
 func (x *GetServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1702,7 @@ func (x *GetServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{16}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetServerStatusResponse) GetStatus() *ServerStatus {
@@ -1721,7 +1798,7 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"oldest_seq\x18\a \x01(\x04R\toldestSeq\x12+\n" +
 	"\x06limits\x18\b \x01(\v2\x13.ringcast.v1.LimitsR\x06limits\x12\x1d\n" +
 	"\n" +
-	"ring_bytes\x18\t \x01(\x04R\tringBytes\"\xff\x03\n" +
+	"ring_bytes\x18\t \x01(\x04R\tringBytes\"\xaf\x04\n" +
 	"\x06Limits\x12/\n" +
 	"\x14max_facts_per_commit\x18\x01 \x01(\rR\x11maxFactsPerCommit\x12\x1d\n" +
 	"\n" +
@@ -1735,7 +1812,13 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\x0emax_data_depth\x18\t \x01(\rR\fmaxDataDepth\x12$\n" +
 	"\x0emax_ring_bytes\x18\n" +
 	" \x01(\x04R\fmaxRingBytes\x12&\n" +
-	"\x0fmax_state_bytes\x18\v \x01(\x04R\rmaxStateBytes\"y\n" +
+	"\x0fmax_state_bytes\x18\v \x01(\x04R\rmaxStateBytes\x12.\n" +
+	"\x05store\x18\f \x01(\v2\x18.ringcast.v1.StoreLimitsR\x05store\"\x7f\n" +
+	"\vStoreLimits\x12\x1b\n" +
+	"\tmax_bytes\x18\x01 \x01(\x04R\bmaxBytes\x122\n" +
+	"\amax_age\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06maxAge\x12\x1f\n" +
+	"\vmax_commits\x18\x03 \x01(\x04R\n" +
+	"maxCommits\"y\n" +
 	"\x0ePublishRequest\x124\n" +
 	"\x05facts\x18\x01 \x03(\v2\x11.ringcast.v1.FactB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\x02R\x05facts\x121\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\"\xa3\x01\n" +
@@ -1792,7 +1875,7 @@ func file_ringcast_v1_ringcast_proto_rawDescGZIP() []byte {
 }
 
 var file_ringcast_v1_ringcast_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ringcast_v1_ringcast_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_ringcast_v1_ringcast_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_ringcast_v1_ringcast_proto_goTypes = []any{
 	(Snapshot)(0),                   // 0: ringcast.v1.Snapshot
 	(OnUnservable)(0),               // 1: ringcast.v1.OnUnservable
@@ -1809,20 +1892,21 @@ var file_ringcast_v1_ringcast_proto_goTypes = []any{
 	(*Gap)(nil),                     // 12: ringcast.v1.Gap
 	(*ServerStatus)(nil),            // 13: ringcast.v1.ServerStatus
 	(*Limits)(nil),                  // 14: ringcast.v1.Limits
-	(*PublishRequest)(nil),          // 15: ringcast.v1.PublishRequest
-	(*PublishResponse)(nil),         // 16: ringcast.v1.PublishResponse
-	(*PublishBatchRequest)(nil),     // 17: ringcast.v1.PublishBatchRequest
-	(*PublishBatchResponse)(nil),    // 18: ringcast.v1.PublishBatchResponse
-	(*GetServerStatusRequest)(nil),  // 19: ringcast.v1.GetServerStatusRequest
-	(*GetServerStatusResponse)(nil), // 20: ringcast.v1.GetServerStatusResponse
-	(*timestamppb.Timestamp)(nil),   // 21: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 22: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 23: google.protobuf.Duration
+	(*StoreLimits)(nil),             // 15: ringcast.v1.StoreLimits
+	(*PublishRequest)(nil),          // 16: ringcast.v1.PublishRequest
+	(*PublishResponse)(nil),         // 17: ringcast.v1.PublishResponse
+	(*PublishBatchRequest)(nil),     // 18: ringcast.v1.PublishBatchRequest
+	(*PublishBatchResponse)(nil),    // 19: ringcast.v1.PublishBatchResponse
+	(*GetServerStatusRequest)(nil),  // 20: ringcast.v1.GetServerStatusRequest
+	(*GetServerStatusResponse)(nil), // 21: ringcast.v1.GetServerStatusResponse
+	(*timestamppb.Timestamp)(nil),   // 22: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 23: google.protobuf.Struct
+	(*durationpb.Duration)(nil),     // 24: google.protobuf.Duration
 }
 var file_ringcast_v1_ringcast_proto_depIdxs = []int32{
 	0,  // 0: ringcast.v1.SubscribeEventsRequest.snapshot:type_name -> ringcast.v1.Snapshot
 	1,  // 1: ringcast.v1.SubscribeEventsRequest.on_unservable:type_name -> ringcast.v1.OnUnservable
-	21, // 2: ringcast.v1.SubscribeEventsResponse.event_time:type_name -> google.protobuf.Timestamp
+	22, // 2: ringcast.v1.SubscribeEventsResponse.event_time:type_name -> google.protobuf.Timestamp
 	13, // 3: ringcast.v1.SubscribeEventsResponse.server_status:type_name -> ringcast.v1.ServerStatus
 	6,  // 4: ringcast.v1.SubscribeEventsResponse.commit:type_name -> ringcast.v1.Commit
 	8,  // 5: ringcast.v1.SubscribeEventsResponse.progress:type_name -> ringcast.v1.Progress
@@ -1831,34 +1915,36 @@ var file_ringcast_v1_ringcast_proto_depIdxs = []int32{
 	12, // 8: ringcast.v1.SubscribeEventsResponse.gap:type_name -> ringcast.v1.Gap
 	11, // 9: ringcast.v1.SubscribeEventsResponse.resync_required:type_name -> ringcast.v1.ResyncRequired
 	7,  // 10: ringcast.v1.Commit.facts:type_name -> ringcast.v1.Fact
-	22, // 11: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
-	23, // 12: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
+	23, // 11: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
+	24, // 12: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
 	2,  // 13: ringcast.v1.ResyncRequired.reason:type_name -> ringcast.v1.Reason
 	2,  // 14: ringcast.v1.Gap.reason:type_name -> ringcast.v1.Reason
-	21, // 15: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
+	22, // 15: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
 	3,  // 16: ringcast.v1.ServerStatus.state:type_name -> ringcast.v1.ServerState
 	14, // 17: ringcast.v1.ServerStatus.limits:type_name -> ringcast.v1.Limits
-	23, // 18: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
-	23, // 19: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
-	23, // 20: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
-	7,  // 21: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
-	21, // 22: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
-	15, // 23: ringcast.v1.PublishBatchRequest.commits:type_name -> ringcast.v1.PublishRequest
-	16, // 24: ringcast.v1.PublishBatchResponse.receipts:type_name -> ringcast.v1.PublishResponse
-	13, // 25: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
-	4,  // 26: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
-	15, // 27: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
-	17, // 28: ringcast.v1.EventService.PublishBatch:input_type -> ringcast.v1.PublishBatchRequest
-	19, // 29: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
-	5,  // 30: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
-	16, // 31: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
-	18, // 32: ringcast.v1.EventService.PublishBatch:output_type -> ringcast.v1.PublishBatchResponse
-	20, // 33: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
-	30, // [30:34] is the sub-list for method output_type
-	26, // [26:30] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	24, // 18: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
+	24, // 19: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
+	24, // 20: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
+	15, // 21: ringcast.v1.Limits.store:type_name -> ringcast.v1.StoreLimits
+	24, // 22: ringcast.v1.StoreLimits.max_age:type_name -> google.protobuf.Duration
+	7,  // 23: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
+	22, // 24: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
+	16, // 25: ringcast.v1.PublishBatchRequest.commits:type_name -> ringcast.v1.PublishRequest
+	17, // 26: ringcast.v1.PublishBatchResponse.receipts:type_name -> ringcast.v1.PublishResponse
+	13, // 27: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
+	4,  // 28: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
+	16, // 29: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
+	18, // 30: ringcast.v1.EventService.PublishBatch:input_type -> ringcast.v1.PublishBatchRequest
+	20, // 31: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
+	5,  // 32: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
+	17, // 33: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
+	19, // 34: ringcast.v1.EventService.PublishBatch:output_type -> ringcast.v1.PublishBatchResponse
+	21, // 35: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
+	32, // [32:36] is the sub-list for method output_type
+	28, // [28:32] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_ringcast_v1_ringcast_proto_init() }
@@ -1885,7 +1971,7 @@ func file_ringcast_v1_ringcast_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ringcast_v1_ringcast_proto_rawDesc), len(file_ringcast_v1_ringcast_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
@@ -48,6 +50,28 @@ type Log interface {
 	// It fails with ErrLogReplaced, before applying any of its commits,
 	// when the log was replaced.
 	Follow(ctx context.Context, from uint64, apply func(*Event)) error
+}
+
+// StoreLimits is a durable Log's retention: past any of its limits the
+// Log discards its oldest commits (0: no bound). A Log that has limits
+// reports them with a StoreLimits method; the hub shows them in
+// ServerStatus (Limits.store).
+type StoreLimits struct {
+	MaxBytes   int64
+	MaxAge     time.Duration
+	MaxCommits int64
+}
+
+// proto is l as ServerStatus carries it; nil for nil.
+func (l *StoreLimits) proto() *ringcastv1.StoreLimits {
+	if l == nil {
+		return nil
+	}
+	p := &ringcastv1.StoreLimits{MaxBytes: uint64(max(l.MaxBytes, 0)), MaxCommits: uint64(max(l.MaxCommits, 0))}
+	if l.MaxAge > 0 {
+		p.MaxAge = durationpb.New(l.MaxAge)
+	}
+	return p
 }
 
 // ErrLogReplaced is wrapped by the error of a Log's Range or Follow, or of

@@ -57,7 +57,7 @@ func TestStreamsCountOnlyTheRunsOwnCommits(t *testing.T) {
 	for range 5 {
 		publish(r.prefix + "p0")
 		publish("gauges/eden/g-001") // as the demo feed
-		last = publish("load/p0")   // another run's, or an older tool's
+		last = publish("load/p0")    // another run's, or an older tool's
 	}
 	for s.lastSeq.Load() < last {
 		select {
