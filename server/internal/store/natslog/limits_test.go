@@ -133,3 +133,30 @@ func TestMemoryStoreReportsNoStoreLimits(t *testing.T) {
 		t.Errorf("memory store limits %v, want none", got)
 	}
 }
+
+// TestByteLimitAboveJetStreamStorageIsExplained: JetStream sets a
+// stream's byte limit aside from its storage when it creates the stream;
+// a limit above what it has fails Open with an error naming the flag.
+func TestByteLimitAboveJetStreamStorageIsExplained(t *testing.T) {
+	opts := natslog.EmbeddedOptions(t.TempDir())
+	opts.JetStreamMaxStore = 64 << 10
+	ns, err := natslog.StartServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := natslog.ConnectEmbedded(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = natslog.Open(ctx, nc, natslog.Options{MaxBytes: settings.NATSMaxBytes.Default})
+	if err == nil || !strings.Contains(err.Error(), "--nats-max-bytes") || !strings.Contains(err.Error(), "1073741824 bytes") {
+		t.Fatalf("Open with a byte limit above JetStream's storage: %v; want an error naming --nats-max-bytes", err)
+	}
+	if _, err := natslog.Open(ctx, nc, natslog.Options{MaxBytes: 32 << 10}); err != nil {
+		t.Fatalf("Open with a byte limit JetStream has room for: %v", err)
+	}
+}

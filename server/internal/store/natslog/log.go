@@ -185,6 +185,12 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			st, err = js.Stream(ctx, opts.Stream) // another replica created it first
 		}
+		if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == 10047 && opts.MaxBytes > 0 {
+			// JetStream sets a stream's byte limit aside from its storage
+			// when it creates the stream.
+			return nil, fmt.Errorf("JetStream stream %q: %w: JetStream cannot set aside the stream's byte limit, %d bytes (--nats-max-bytes), from the storage it has; lower --nats-max-bytes, or give JetStream more storage (the embedded store's is 75%% of the disk space free in --data-dir when it starts)",
+				opts.Stream, err, opts.MaxBytes)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("JetStream stream %q: %w", opts.Stream, err)
