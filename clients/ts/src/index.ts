@@ -37,20 +37,9 @@ export {
 export type { Cursor } from "./cursor.js";
 export { DEFAULT_BACKOFF, backoffDelay, resolveBackoff } from "./backoff.js";
 export type { BackoffOptions } from "./backoff.js";
-export {
-  EventService,
-  OnUnservable,
-  Reason,
-  ServerState,
-  Snapshot,
-} from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
-export type {
-  Fact,
-  PublishBatchRequest,
-  PublishBatchResponse,
-  PublishRequest,
-  PublishResponse,
-  ServerStatus,
-  SubscribeEventsRequest,
-  SubscribeEventsResponse,
-} from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
+// Everything generated from ringcast.proto: the EventService descriptor, the
+// message types (Fact, Commit, PublishRequest, ServerStatus, …), their
+// schemas for @bufbuild/protobuf's create/toJson/fromBinary (FactSchema,
+// CommitSchema, …) and the enums, so that a consumer imports them from the
+// package rather than from its internals.
+export * from "../../../gen/ts/ringcast/v1/ringcast_pb.js";

@@ -330,3 +330,36 @@ func TestMalformedStreamRequestsAreInvalidArgument(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishOutcomeTakesFromThePublishBucket: a GetPublishOutcome takes
+// one token of its client's bucket of commits, as the Publish it stands
+// in for would: past the burst it is refused with resource_exhausted on
+// every protocol, and with HTTP 429 and Retry-After by GET.
+func TestPublishOutcomeTakesFromThePublishBucket(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Edge.PublishRate = 0.001 // no refill within the test
+	cfg.Edge.PublishBurst = 3
+	srv := ringtest.Start(t, cfg)
+	req := func() *connect.Request[ringcastv1.GetPublishOutcomeRequest] {
+		return connect.NewRequest(&ringcastv1.GetPublishOutcomeRequest{IdempotencyKey: "k"})
+	}
+	for i, p := range ringtest.Protocols {
+		if _, err := srv.Client(p).GetPublishOutcome(context.Background(), req()); err != nil {
+			t.Fatalf("outcome %d within the burst: %v", i, err)
+		}
+	}
+	for _, p := range ringtest.Protocols {
+		_, err := srv.Client(p).GetPublishOutcome(context.Background(), req())
+		if connect.CodeOf(err) != connect.CodeResourceExhausted {
+			t.Fatalf("%s: outcome past the burst: %v, want resource_exhausted", p, err)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/ringcast.v1.EventService/GetPublishOutcome?encoding=json&message=%7B%22idempotencyKey%22%3A%22k%22%7D")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("GET past the burst: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}

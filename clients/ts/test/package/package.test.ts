@@ -8,7 +8,7 @@
 //       gRPC-Web.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -66,8 +66,14 @@ console.log(JSON.stringify({ receiptSeq: String(receipt.seq), facts }));
 `;
 
 const tsConsumer = `
-import { subscribe, formatCursor, type StreamItem, type Subscription } from "@ringcast/client";
+import { subscribe, formatCursor, publishBatch, FactSchema, CommitSchema, EventService, type Fact, type Commit, type StreamItem, type Subscription } from "@ringcast/client";
+import { create, toJson } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+
+const fact: Fact = create(FactSchema, { topic: "pkg/ts", type: "pkg.test", payload: { case: "data", value: { from: "ts" } } });
+export const json: unknown = toJson(CommitSchema, create(CommitSchema, { facts: [fact] }) satisfies Commit);
+export const publishOne = (t: Parameters<typeof publishBatch>[0]) => createClient(EventService, t).publish({ facts: [fact] });
 
 const sub: Subscription = subscribe(createConnectTransport({ baseUrl: "http://127.0.0.1:8080" }), { endAtHead: true, untilSeq: 10n });
 export async function first(): Promise<string> {
@@ -77,6 +83,31 @@ export async function first(): Promise<string> {
   }
   return "";
 }
+`;
+
+// exportsConsumer imports the package as a consumer does and prints what
+// resolved: the client's functions, the generated service and schemas, and
+// whether a path the package does not export is refused.
+const exportsConsumer = `
+import * as rc from "@ringcast/client";
+import { create, toBinary, fromBinary } from "@bufbuild/protobuf";
+import { createRequire } from "node:module";
+
+const fact = create(rc.FactSchema, { topic: "pkg/exports", type: "pkg.test" });
+const back = fromBinary(rc.FactSchema, toBinary(rc.FactSchema, fact));
+let deep = "resolved";
+try {
+  await import("@ringcast/client/dist/index.js");
+} catch (e) {
+  deep = e.code;
+}
+console.log(JSON.stringify({
+  names: Object.keys(rc).sort(),
+  roundTrip: back.topic,
+  service: rc.EventService.typeName,
+  packageJson: createRequire(import.meta.url)("@ringcast/client/package.json").name,
+  deep,
+}));
 `;
 
 const browserConsumer = `
@@ -99,11 +130,13 @@ try {
 describe("the packed @ringcast/client", () => {
   let dir = "";
   let app = "";
+  let tarballFiles: string[] = [];
   let server: Server;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "ringcast-package-test-"));
     const tarball = run("npm", ["pack", "--silent", "--pack-destination", dir], pkgDir).trim().split("\n").pop()!;
+    tarballFiles = run("tar", ["-tzf", join(dir, tarball)], dir).trim().split("\n").sort();
     app = join(dir, "app");
     execFileSync("mkdir", [app]);
     writeFileSync(
@@ -128,6 +161,33 @@ describe("the packed @ringcast/client", () => {
   after(async () => {
     await server?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("ships only what a consumer needs", () => {
+    // package.json, README.md, LICENSE and dist/: no sources, scripts,
+    // tests, tsconfig or source maps.
+    const extra = tarballFiles.filter((f) => !/^package\/(package\.json|README\.md|LICENSE|dist\/.+\.(js|d\.ts))$/.test(f));
+    assert.deepEqual(extra, [], "files the tarball should not ship");
+    for (const f of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/gen/ringcast/v1/ringcast_pb.js", "dist/gen/ringcast/v1/ringcast_pb.d.ts", "dist/gen/buf/validate/validate_pb.js"]) {
+      assert.ok(tarballFiles.includes(`package/${f}`), `the tarball lacks ${f}`);
+    }
+    // Each of the client's modules comes with its declarations.
+    for (const f of tarballFiles.filter((f) => f.endsWith(".js") && !f.includes("/buf/validate/"))) {
+      assert.ok(tarballFiles.includes(f.replace(/\.js$/, ".d.ts")), `${f} has no .d.ts`);
+    }
+  });
+
+  it("resolves the exports a consumer names", () => {
+    writeFileSync(join(app, "exports-consumer.mjs"), exportsConsumer);
+    const out = JSON.parse(run(process.execPath, ["exports-consumer.mjs"], app)) as { names: string[]; roundTrip: string; service: string; packageJson: string; deep: string };
+    const schemas = [...readFileSync(join(repoRoot, "gen/ts/ringcast/v1/ringcast_pb.ts"), "utf8").matchAll(/^export const (\w+Schema)\b/gm)].map((m) => m[1]!);
+    assert.ok(schemas.includes("FactSchema"), "no FactSchema in the generated code");
+    const want = ["subscribe", "Subscription", "publish", "publishBatch", "formatCursor", "parseCursor", "reasonName", "EventService", "Snapshot", "Reason", ...schemas];
+    assert.deepEqual(want.filter((n) => !out.names.includes(n)), [], "names the package does not export");
+    assert.equal(out.roundTrip, "pkg/exports");
+    assert.equal(out.service, "ringcast.v1.EventService");
+    assert.equal(out.packageJson, "@ringcast/client");
+    assert.equal(out.deep, "ERR_PACKAGE_PATH_NOT_EXPORTED");
   });
 
   it("installs with one @connectrpc/connect and no protovalidate", () => {

@@ -290,7 +290,12 @@ type SubscribeEventsRequest struct {
 	// covered. 0 = no bound. Must exceed since_seq when set.
 	UntilSeq uint64 `protobuf:"varint,7,opt,name=until_seq,json=untilSeq,proto3" json:"until_seq,omitempty"`
 	// Replay what is there, send CaughtUp, then end (OK) instead of tailing.
-	EndAtHead     bool `protobuf:"varint,8,opt,name=end_at_head,json=endAtHead,proto3" json:"end_at_head,omitempty"`
+	EndAtHead bool `protobuf:"varint,8,opt,name=end_at_head,json=endAtHead,proto3" json:"end_at_head,omitempty"`
+	// With since_seq = 0: start with every retained commit whose event time
+	// is at or after since_time, oldest first (instead of a snapshot), then
+	// CaughtUp and the tail. When such commits may have been evicted, the
+	// answer is the one for a cursor below the window (on_unservable).
+	SinceTime     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=since_time,json=sinceTime,proto3" json:"since_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -379,6 +384,13 @@ func (x *SubscribeEventsRequest) GetEndAtHead() bool {
 		return x.EndAtHead
 	}
 	return false
+}
+
+func (x *SubscribeEventsRequest) GetSinceTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SinceTime
+	}
+	return nil
 }
 
 // SubscribeEventsResponse is one message of the stream. Positioned events
@@ -1630,6 +1642,117 @@ func (x *PublishBatchResponse) GetReceipts() []*PublishResponse {
 	return nil
 }
 
+type GetPublishOutcomeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The idempotency_key the publish was sent with.
+	IdempotencyKey string `protobuf:"bytes,1,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetPublishOutcomeRequest) Reset() {
+	*x = GetPublishOutcomeRequest{}
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPublishOutcomeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPublishOutcomeRequest) ProtoMessage() {}
+
+func (x *GetPublishOutcomeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPublishOutcomeRequest.ProtoReflect.Descriptor instead.
+func (*GetPublishOutcomeRequest) Descriptor() ([]byte, []int) {
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetPublishOutcomeRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// GetPublishOutcomeResponse is what became of a publish.
+type GetPublishOutcomeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True: a commit with the key was appended; receipt is its original
+	// receipt (seq, instance_epoch, event_time; duplicate false). False: no
+	// commit with the key was appended at or after remembered_since.
+	Applied bool             `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	Receipt *PublishResponse `protobuf:"bytes,2,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	// Since when keys are remembered (the dedupe window, or the start of
+	// what the store holds, whichever is later); never later than now.
+	RememberedSince *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=remembered_since,json=rememberedSince,proto3" json:"remembered_since,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetPublishOutcomeResponse) Reset() {
+	*x = GetPublishOutcomeResponse{}
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPublishOutcomeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPublishOutcomeResponse) ProtoMessage() {}
+
+func (x *GetPublishOutcomeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPublishOutcomeResponse.ProtoReflect.Descriptor instead.
+func (*GetPublishOutcomeResponse) Descriptor() ([]byte, []int) {
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetPublishOutcomeResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+func (x *GetPublishOutcomeResponse) GetReceipt() *PublishResponse {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+func (x *GetPublishOutcomeResponse) GetRememberedSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RememberedSince
+	}
+	return nil
+}
+
 type GetServerStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1638,7 +1761,7 @@ type GetServerStatusRequest struct {
 
 func (x *GetServerStatusRequest) Reset() {
 	*x = GetServerStatusRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1773,7 @@ func (x *GetServerStatusRequest) String() string {
 func (*GetServerStatusRequest) ProtoMessage() {}
 
 func (x *GetServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1786,7 @@ func (x *GetServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{16}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{18}
 }
 
 type GetServerStatusResponse struct {
@@ -1677,7 +1800,7 @@ type GetServerStatusResponse struct {
 
 func (x *GetServerStatusResponse) Reset() {
 	*x = GetServerStatusResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1812,7 @@ func (x *GetServerStatusResponse) String() string {
 func (*GetServerStatusResponse) ProtoMessage() {}
 
 func (x *GetServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1825,7 @@ func (x *GetServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{17}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetServerStatusResponse) GetStatus() *ServerStatus {
@@ -1723,7 +1846,7 @@ var File_ringcast_v1_ringcast_proto protoreflect.FileDescriptor
 
 const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\n" +
-	"\x1aringcast/v1/ringcast.proto\x12\vringcast.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb3\x05\n" +
+	"\x1aringcast/v1/ringcast.proto\x12\vringcast.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9a\a\n" +
 	"\x16SubscribeEventsRequest\x12\x1b\n" +
 	"\tsince_seq\x18\x01 \x01(\x04R\bsinceSeq\x12%\n" +
 	"\x0einstance_epoch\x18\x02 \x01(\x06R\rinstanceEpoch\x12\x1d\n" +
@@ -1733,9 +1856,12 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\bsnapshot\x18\x05 \x01(\x0e2\x15.ringcast.v1.SnapshotB\b\xbaH\x05\x82\x01\x02\x10\x01R\bsnapshot\x12H\n" +
 	"\ron_unservable\x18\x06 \x01(\x0e2\x19.ringcast.v1.OnUnservableB\b\xbaH\x05\x82\x01\x02\x10\x01R\fonUnservable\x12\x1b\n" +
 	"\tuntil_seq\x18\a \x01(\x04R\buntilSeq\x12\x1e\n" +
-	"\vend_at_head\x18\b \x01(\bR\tendAtHead:\xa6\x02\xbaH\xa2\x02\x1a\x93\x01\n" +
+	"\vend_at_head\x18\b \x01(\bR\tendAtHead\x129\n" +
+	"\n" +
+	"since_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tsinceTime:\xd2\x03\xbaH\xce\x03\x1a\x93\x01\n" +
 	"\x1dsince_fact_requires_since_seq\x12Dsince_fact > 0 requires since_seq > 0 (a fact offset names a commit)\x1a,this.since_fact == 0u || this.since_seq > 0u\x1a\x89\x01\n" +
-	"\x19until_seq_after_since_seq\x123until_seq, when set, must be greater than since_seq\x1a7this.until_seq == 0u || this.until_seq > this.since_seq\"\x98\x04\n" +
+	"\x19until_seq_after_since_seq\x123until_seq, when set, must be greater than since_seq\x1a7this.until_seq == 0u || this.until_seq > this.since_seq\x1a\xa9\x01\n" +
+	"\x1dsince_time_excludes_since_seq\x12Ysince_time requires since_seq = 0 (a time and a cursor are two different starting points)\x1a-!has(this.since_time) || this.since_seq == 0u\"\x98\x04\n" +
 	"\x17SubscribeEventsResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12%\n" +
 	"\x0einstance_epoch\x18\x02 \x01(\x06R\rinstanceEpoch\x129\n" +
@@ -1831,7 +1957,14 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\x13PublishBatchRequest\x12B\n" +
 	"\acommits\x18\x01 \x03(\v2\x1b.ringcast.v1.PublishRequestB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\bR\acommits\"P\n" +
 	"\x14PublishBatchResponse\x128\n" +
-	"\breceipts\x18\x01 \x03(\v2\x1c.ringcast.v1.PublishResponseR\breceipts\"\x18\n" +
+	"\breceipts\x18\x01 \x03(\v2\x1c.ringcast.v1.PublishResponseR\breceipts\"O\n" +
+	"\x18GetPublishOutcomeRequest\x123\n" +
+	"\x0fidempotency_key\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x0eidempotencyKey\"\xb4\x01\n" +
+	"\x19GetPublishOutcomeResponse\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied\x126\n" +
+	"\areceipt\x18\x02 \x01(\v2\x1c.ringcast.v1.PublishResponseR\areceipt\x12E\n" +
+	"\x10remembered_since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0frememberedSince\"\x18\n" +
 	"\x16GetServerStatusRequest\"n\n" +
 	"\x17GetServerStatusResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.ringcast.v1.ServerStatusR\x06status\x12 \n" +
@@ -1855,12 +1988,13 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\vServerState\x12\x1c\n" +
 	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SERVER_STATE_SERVING\x10\x01\x12\x19\n" +
-	"\x15SERVER_STATE_DRAINING\x10\x022\xec\x02\n" +
+	"\x15SERVER_STATE_DRAINING\x10\x022\xd5\x03\n" +
 	"\fEventService\x12^\n" +
 	"\x0fSubscribeEvents\x12#.ringcast.v1.SubscribeEventsRequest\x1a$.ringcast.v1.SubscribeEventsResponse0\x01\x12D\n" +
 	"\aPublish\x12\x1b.ringcast.v1.PublishRequest\x1a\x1c.ringcast.v1.PublishResponse\x12S\n" +
 	"\fPublishBatch\x12 .ringcast.v1.PublishBatchRequest\x1a!.ringcast.v1.PublishBatchResponse\x12a\n" +
-	"\x0fGetServerStatus\x12#.ringcast.v1.GetServerStatusRequest\x1a$.ringcast.v1.GetServerStatusResponse\"\x03\x90\x02\x01B<Z:github.com/ringcast/ringcast/gen/go/ringcast/v1;ringcastv1b\x06proto3"
+	"\x0fGetServerStatus\x12#.ringcast.v1.GetServerStatusRequest\x1a$.ringcast.v1.GetServerStatusResponse\"\x03\x90\x02\x01\x12g\n" +
+	"\x11GetPublishOutcome\x12%.ringcast.v1.GetPublishOutcomeRequest\x1a&.ringcast.v1.GetPublishOutcomeResponse\"\x03\x90\x02\x01B<Z:github.com/ringcast/ringcast/gen/go/ringcast/v1;ringcastv1b\x06proto3"
 
 var (
 	file_ringcast_v1_ringcast_proto_rawDescOnce sync.Once
@@ -1875,76 +2009,83 @@ func file_ringcast_v1_ringcast_proto_rawDescGZIP() []byte {
 }
 
 var file_ringcast_v1_ringcast_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ringcast_v1_ringcast_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_ringcast_v1_ringcast_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ringcast_v1_ringcast_proto_goTypes = []any{
-	(Snapshot)(0),                   // 0: ringcast.v1.Snapshot
-	(OnUnservable)(0),               // 1: ringcast.v1.OnUnservable
-	(Reason)(0),                     // 2: ringcast.v1.Reason
-	(ServerState)(0),                // 3: ringcast.v1.ServerState
-	(*SubscribeEventsRequest)(nil),  // 4: ringcast.v1.SubscribeEventsRequest
-	(*SubscribeEventsResponse)(nil), // 5: ringcast.v1.SubscribeEventsResponse
-	(*Commit)(nil),                  // 6: ringcast.v1.Commit
-	(*Fact)(nil),                    // 7: ringcast.v1.Fact
-	(*Progress)(nil),                // 8: ringcast.v1.Progress
-	(*CaughtUp)(nil),                // 9: ringcast.v1.CaughtUp
-	(*Heartbeat)(nil),               // 10: ringcast.v1.Heartbeat
-	(*ResyncRequired)(nil),          // 11: ringcast.v1.ResyncRequired
-	(*Gap)(nil),                     // 12: ringcast.v1.Gap
-	(*ServerStatus)(nil),            // 13: ringcast.v1.ServerStatus
-	(*Limits)(nil),                  // 14: ringcast.v1.Limits
-	(*StoreLimits)(nil),             // 15: ringcast.v1.StoreLimits
-	(*PublishRequest)(nil),          // 16: ringcast.v1.PublishRequest
-	(*PublishResponse)(nil),         // 17: ringcast.v1.PublishResponse
-	(*PublishBatchRequest)(nil),     // 18: ringcast.v1.PublishBatchRequest
-	(*PublishBatchResponse)(nil),    // 19: ringcast.v1.PublishBatchResponse
-	(*GetServerStatusRequest)(nil),  // 20: ringcast.v1.GetServerStatusRequest
-	(*GetServerStatusResponse)(nil), // 21: ringcast.v1.GetServerStatusResponse
-	(*timestamppb.Timestamp)(nil),   // 22: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 23: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 24: google.protobuf.Duration
+	(Snapshot)(0),                     // 0: ringcast.v1.Snapshot
+	(OnUnservable)(0),                 // 1: ringcast.v1.OnUnservable
+	(Reason)(0),                       // 2: ringcast.v1.Reason
+	(ServerState)(0),                  // 3: ringcast.v1.ServerState
+	(*SubscribeEventsRequest)(nil),    // 4: ringcast.v1.SubscribeEventsRequest
+	(*SubscribeEventsResponse)(nil),   // 5: ringcast.v1.SubscribeEventsResponse
+	(*Commit)(nil),                    // 6: ringcast.v1.Commit
+	(*Fact)(nil),                      // 7: ringcast.v1.Fact
+	(*Progress)(nil),                  // 8: ringcast.v1.Progress
+	(*CaughtUp)(nil),                  // 9: ringcast.v1.CaughtUp
+	(*Heartbeat)(nil),                 // 10: ringcast.v1.Heartbeat
+	(*ResyncRequired)(nil),            // 11: ringcast.v1.ResyncRequired
+	(*Gap)(nil),                       // 12: ringcast.v1.Gap
+	(*ServerStatus)(nil),              // 13: ringcast.v1.ServerStatus
+	(*Limits)(nil),                    // 14: ringcast.v1.Limits
+	(*StoreLimits)(nil),               // 15: ringcast.v1.StoreLimits
+	(*PublishRequest)(nil),            // 16: ringcast.v1.PublishRequest
+	(*PublishResponse)(nil),           // 17: ringcast.v1.PublishResponse
+	(*PublishBatchRequest)(nil),       // 18: ringcast.v1.PublishBatchRequest
+	(*PublishBatchResponse)(nil),      // 19: ringcast.v1.PublishBatchResponse
+	(*GetPublishOutcomeRequest)(nil),  // 20: ringcast.v1.GetPublishOutcomeRequest
+	(*GetPublishOutcomeResponse)(nil), // 21: ringcast.v1.GetPublishOutcomeResponse
+	(*GetServerStatusRequest)(nil),    // 22: ringcast.v1.GetServerStatusRequest
+	(*GetServerStatusResponse)(nil),   // 23: ringcast.v1.GetServerStatusResponse
+	(*timestamppb.Timestamp)(nil),     // 24: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),           // 25: google.protobuf.Struct
+	(*durationpb.Duration)(nil),       // 26: google.protobuf.Duration
 }
 var file_ringcast_v1_ringcast_proto_depIdxs = []int32{
 	0,  // 0: ringcast.v1.SubscribeEventsRequest.snapshot:type_name -> ringcast.v1.Snapshot
 	1,  // 1: ringcast.v1.SubscribeEventsRequest.on_unservable:type_name -> ringcast.v1.OnUnservable
-	22, // 2: ringcast.v1.SubscribeEventsResponse.event_time:type_name -> google.protobuf.Timestamp
-	13, // 3: ringcast.v1.SubscribeEventsResponse.server_status:type_name -> ringcast.v1.ServerStatus
-	6,  // 4: ringcast.v1.SubscribeEventsResponse.commit:type_name -> ringcast.v1.Commit
-	8,  // 5: ringcast.v1.SubscribeEventsResponse.progress:type_name -> ringcast.v1.Progress
-	9,  // 6: ringcast.v1.SubscribeEventsResponse.caught_up:type_name -> ringcast.v1.CaughtUp
-	10, // 7: ringcast.v1.SubscribeEventsResponse.heartbeat:type_name -> ringcast.v1.Heartbeat
-	12, // 8: ringcast.v1.SubscribeEventsResponse.gap:type_name -> ringcast.v1.Gap
-	11, // 9: ringcast.v1.SubscribeEventsResponse.resync_required:type_name -> ringcast.v1.ResyncRequired
-	7,  // 10: ringcast.v1.Commit.facts:type_name -> ringcast.v1.Fact
-	23, // 11: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
-	24, // 12: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
-	2,  // 13: ringcast.v1.ResyncRequired.reason:type_name -> ringcast.v1.Reason
-	2,  // 14: ringcast.v1.Gap.reason:type_name -> ringcast.v1.Reason
-	22, // 15: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
-	3,  // 16: ringcast.v1.ServerStatus.state:type_name -> ringcast.v1.ServerState
-	14, // 17: ringcast.v1.ServerStatus.limits:type_name -> ringcast.v1.Limits
-	24, // 18: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
-	24, // 19: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
-	24, // 20: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
-	15, // 21: ringcast.v1.Limits.store:type_name -> ringcast.v1.StoreLimits
-	24, // 22: ringcast.v1.StoreLimits.max_age:type_name -> google.protobuf.Duration
-	7,  // 23: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
-	22, // 24: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
-	16, // 25: ringcast.v1.PublishBatchRequest.commits:type_name -> ringcast.v1.PublishRequest
-	17, // 26: ringcast.v1.PublishBatchResponse.receipts:type_name -> ringcast.v1.PublishResponse
-	13, // 27: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
-	4,  // 28: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
-	16, // 29: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
-	18, // 30: ringcast.v1.EventService.PublishBatch:input_type -> ringcast.v1.PublishBatchRequest
-	20, // 31: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
-	5,  // 32: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
-	17, // 33: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
-	19, // 34: ringcast.v1.EventService.PublishBatch:output_type -> ringcast.v1.PublishBatchResponse
-	21, // 35: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
-	32, // [32:36] is the sub-list for method output_type
-	28, // [28:32] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	24, // 2: ringcast.v1.SubscribeEventsRequest.since_time:type_name -> google.protobuf.Timestamp
+	24, // 3: ringcast.v1.SubscribeEventsResponse.event_time:type_name -> google.protobuf.Timestamp
+	13, // 4: ringcast.v1.SubscribeEventsResponse.server_status:type_name -> ringcast.v1.ServerStatus
+	6,  // 5: ringcast.v1.SubscribeEventsResponse.commit:type_name -> ringcast.v1.Commit
+	8,  // 6: ringcast.v1.SubscribeEventsResponse.progress:type_name -> ringcast.v1.Progress
+	9,  // 7: ringcast.v1.SubscribeEventsResponse.caught_up:type_name -> ringcast.v1.CaughtUp
+	10, // 8: ringcast.v1.SubscribeEventsResponse.heartbeat:type_name -> ringcast.v1.Heartbeat
+	12, // 9: ringcast.v1.SubscribeEventsResponse.gap:type_name -> ringcast.v1.Gap
+	11, // 10: ringcast.v1.SubscribeEventsResponse.resync_required:type_name -> ringcast.v1.ResyncRequired
+	7,  // 11: ringcast.v1.Commit.facts:type_name -> ringcast.v1.Fact
+	25, // 12: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
+	26, // 13: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
+	2,  // 14: ringcast.v1.ResyncRequired.reason:type_name -> ringcast.v1.Reason
+	2,  // 15: ringcast.v1.Gap.reason:type_name -> ringcast.v1.Reason
+	24, // 16: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
+	3,  // 17: ringcast.v1.ServerStatus.state:type_name -> ringcast.v1.ServerState
+	14, // 18: ringcast.v1.ServerStatus.limits:type_name -> ringcast.v1.Limits
+	26, // 19: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
+	26, // 20: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
+	26, // 21: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
+	15, // 22: ringcast.v1.Limits.store:type_name -> ringcast.v1.StoreLimits
+	26, // 23: ringcast.v1.StoreLimits.max_age:type_name -> google.protobuf.Duration
+	7,  // 24: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
+	24, // 25: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
+	16, // 26: ringcast.v1.PublishBatchRequest.commits:type_name -> ringcast.v1.PublishRequest
+	17, // 27: ringcast.v1.PublishBatchResponse.receipts:type_name -> ringcast.v1.PublishResponse
+	17, // 28: ringcast.v1.GetPublishOutcomeResponse.receipt:type_name -> ringcast.v1.PublishResponse
+	24, // 29: ringcast.v1.GetPublishOutcomeResponse.remembered_since:type_name -> google.protobuf.Timestamp
+	13, // 30: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
+	4,  // 31: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
+	16, // 32: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
+	18, // 33: ringcast.v1.EventService.PublishBatch:input_type -> ringcast.v1.PublishBatchRequest
+	22, // 34: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
+	20, // 35: ringcast.v1.EventService.GetPublishOutcome:input_type -> ringcast.v1.GetPublishOutcomeRequest
+	5,  // 36: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
+	17, // 37: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
+	19, // 38: ringcast.v1.EventService.PublishBatch:output_type -> ringcast.v1.PublishBatchResponse
+	23, // 39: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
+	21, // 40: ringcast.v1.EventService.GetPublishOutcome:output_type -> ringcast.v1.GetPublishOutcomeResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_ringcast_v1_ringcast_proto_init() }
@@ -1971,7 +2112,7 @@ func file_ringcast_v1_ringcast_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ringcast_v1_ringcast_proto_rawDesc), len(file_ringcast_v1_ringcast_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

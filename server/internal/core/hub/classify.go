@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -15,11 +16,17 @@ type classification struct {
 	outcome      Outcome
 	oldest, head uint64
 	partial      *Event
+	// at is, for a request with SinceTime, the seq the stream starts at
+	// (sinceTime).
+	at uint64
 }
 
 // classify decides a subscribe's start against the ring or, for a cursor
 // outside the ring, against the Log's range.
 func (h *Hub) classify(ctx context.Context, req Request) (classification, error) {
+	if !req.SinceTime.IsZero() && req.SinceSeq == 0 && !req.MalformedCursor {
+		return h.classifyTime(ctx, req)
+	}
 	var c classification
 	h.mu.RLock()
 	c.oldest, c.head = h.boundsLocked()
@@ -52,6 +59,36 @@ func (h *Hub) classify(ctx context.Context, req Request) (classification, error)
 	if c.reason != ringcastv1.Reason_REASON_UNSPECIFIED || req.SinceFact == 0 {
 		c.partial = nil
 	}
+	return c, nil
+}
+
+// classifyTime decides the start of a stream from a time: the seq it
+// starts at or, when events at or after the time may no longer be
+// retained, exactly the answer for a cursor below the window
+// (REASON_CURSOR_TOO_OLD, with requested seq 0).
+func (h *Hub) classifyTime(ctx context.Context, req Request) (classification, error) {
+	var c classification
+	at, err := h.seqAtTime(ctx, req.SinceTime)
+	switch {
+	case errors.Is(err, ErrTooOld):
+		c.reason, c.outcome = ringcastv1.Reason_REASON_CURSOR_TOO_OLD, OutcomeTooOld
+	case err != nil:
+		return c, err
+	default:
+		c.outcome = OutcomeNew
+	}
+	h.mu.RLock()
+	c.oldest, c.head = h.boundsLocked()
+	h.mu.RUnlock()
+	if c.reason != ringcastv1.Reason_REASON_UNSPECIFIED && h.log != nil {
+		// The answer names the Log's range, as for a cursor below it.
+		first, last, err := h.logRange(ctx)
+		if err != nil {
+			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		c.oldest, c.head = first, max(c.head, last)
+	}
+	c.at = at
 	return c, nil
 }
 

@@ -30,6 +30,9 @@ type dedupe struct {
 type dedupeEntry struct {
 	key     string
 	receipt Receipt
+	// topics are the commit's distinct topics, for Outcome's scoping: the
+	// commit may leave the ring long before its key leaves the table.
+	topics  []string
 	expires time.Time
 	next    *dedupeEntry
 	client  *dedupeClient
@@ -55,12 +58,41 @@ func newDedupe(window time.Duration, limit, perClient int) *dedupe {
 
 // get returns the receipt recorded for key, if it has not expired.
 func (d *dedupe) get(key string, now time.Time) (Receipt, bool) {
-	d.trim(now)
-	e, ok := d.byKey[key]
-	if !ok {
+	e := d.entry(key, now)
+	if e == nil {
 		return Receipt{}, false
 	}
 	return e.receipt, true
+}
+
+// entry is key's entry, nil when key is unknown or expired.
+func (d *dedupe) entry(key string, now time.Time) *dedupeEntry {
+	d.trim(now)
+	return d.byKey[key]
+}
+
+// lookup is key's entry if it has not expired at now, nil otherwise; it
+// changes nothing (Hub.Outcome calls it under a read lock).
+func (d *dedupe) lookup(key string, now time.Time) *dedupeEntry {
+	if e := d.byKey[key]; e != nil && now.Before(e.expires) {
+		return e
+	}
+	return nil
+}
+
+// rememberedSince is the instant from which every key put is still in
+// the table at now: a key put at t stays until t+window (exclusive, see
+// trim), so one put after now-window is held. boot is when the table
+// started; with dedupe off nothing is remembered, and it is now.
+func (d *dedupe) rememberedSince(boot, now time.Time) time.Time {
+	if d.off() {
+		return now
+	}
+	since := now.Add(-d.window).Add(time.Nanosecond)
+	if boot.After(since) {
+		return boot
+	}
+	return since
 }
 
 func (d *dedupe) off() bool { return d.limit <= 0 || d.window <= 0 }
@@ -105,10 +137,10 @@ func (d *dedupe) admit(client string, n int, now time.Time) error {
 	return nil
 }
 
-// put records a receipt for client; the key must not be present. At the
-// limit it forgets the oldest key: the hub calls admit first and refuses
-// instead.
-func (d *dedupe) put(client, key string, r Receipt, now time.Time) {
+// put records a receipt for client, and the commit's distinct topics;
+// the key must not be present. At the limit it forgets the oldest key:
+// the hub calls admit first and refuses instead.
+func (d *dedupe) put(client, key string, r Receipt, topics []string, now time.Time) {
 	if d.off() {
 		return
 	}
@@ -120,7 +152,7 @@ func (d *dedupe) put(client, key string, r Receipt, now time.Time) {
 		c = &dedupeClient{id: client}
 		d.byClient[client] = c
 	}
-	e := &dedupeEntry{key: key, receipt: r, expires: now.Add(d.window), client: c}
+	e := &dedupeEntry{key: key, receipt: r, topics: topics, expires: now.Add(d.window), client: c}
 	d.byKey[key] = e
 	if d.back != nil {
 		d.back.next = e

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
 // TestDedupeShareIsPerClient: a client holds at most its share of the
@@ -19,7 +21,7 @@ func TestDedupeShareIsPerClient(t *testing.T) {
 		if err := d.admit("a", 1, now); err != nil {
 			t.Fatalf("a's key %d: %v", i, err)
 		}
-		d.put("a", fmt.Sprint("a", i), Receipt{Seq: uint64(i + 1)}, now.Add(time.Duration(i)*time.Second))
+		d.put("a", fmt.Sprint("a", i), Receipt{Seq: uint64(i + 1)}, nil, now.Add(time.Duration(i)*time.Second))
 	}
 	at := now.Add(10 * time.Second)
 	err := d.admit("a", 1, at)
@@ -31,7 +33,7 @@ func TestDedupeShareIsPerClient(t *testing.T) {
 		t.Fatalf("b's four keys with a at its share: %v", err)
 	}
 	for i := range 4 {
-		d.put("b", fmt.Sprint("b", i), Receipt{}, at)
+		d.put("b", fmt.Sprint("b", i), Receipt{}, nil, at)
 	}
 	if err := d.admit("c", 1, at); !errors.As(err, &full) || full.RetryAfter != 50*time.Second {
 		t.Fatalf("c's key with the table full: %v, want a refusal with RetryAfter 50s", err)
@@ -90,7 +92,7 @@ func TestDedupeRetryAfterCoversTheBatch(t *testing.T) {
 	now := time.Unix(1000, 0)
 	d := newDedupe(time.Minute, 8, 0) // a share of 4
 	for i := range 4 {
-		d.put("a", fmt.Sprint("a", i), Receipt{}, now.Add(time.Duration(i)*time.Second))
+		d.put("a", fmt.Sprint("a", i), Receipt{}, nil, now.Add(time.Duration(i)*time.Second))
 	}
 	var full *DedupeFullError
 	// a holds 4 of 4, expiring at 60, 61, 62, 63s: 3 new keys need three gone.
@@ -98,7 +100,7 @@ func TestDedupeRetryAfterCoversTheBatch(t *testing.T) {
 		t.Fatalf("3 new keys of a holding its share: %v, want RetryAfter 52s (a2 expires at 62s)", err)
 	}
 	for i := range 4 {
-		d.put("b", fmt.Sprint("b", i), Receipt{}, now.Add(time.Duration(4+i)*time.Second))
+		d.put("b", fmt.Sprint("b", i), Receipt{}, nil, now.Add(time.Duration(4+i)*time.Second))
 	}
 	// The table is full (expiring at 60…67s): c's 2 new keys need a0 and a1 gone.
 	if err := d.admit("c", 2, now.Add(10*time.Second)); !errors.As(err, &full) || full.RetryAfter != 51*time.Second {
@@ -114,9 +116,54 @@ func TestDedupeShareOff(t *testing.T) {
 		if err := d.admit("a", 1, now); err != nil {
 			t.Fatalf("key %d: %v", i, err)
 		}
-		d.put("a", fmt.Sprint(i), Receipt{}, now)
+		d.put("a", fmt.Sprint(i), Receipt{}, nil, now)
 	}
 	if err := d.admit("b", 1, now); !errors.Is(err, ErrDedupeFull) {
 		t.Fatalf("b's key in a full table: %v, want ErrDedupeFull", err)
+	}
+}
+
+// TestDedupeRemembersEveryKeySinceRememberedSince: a key put at or after
+// rememberedSince is still in the table; one put before it may be gone.
+// rememberedSince is never before the table's start nor later than now,
+// and is now when dedupe is off.
+func TestDedupeRemembersEveryKeySinceRememberedSince(t *testing.T) {
+	boot := time.Unix(1000, 0)
+	d := newDedupe(10*time.Second, 100, -1)
+	at := boot.Add(20 * time.Second)
+	d.put("a", "k", Receipt{Seq: 7, Time: at}, []string{"t"}, at)
+	for _, now := range []time.Time{at, at.Add(10*time.Second - time.Nanosecond), at.Add(10 * time.Second)} {
+		since := d.rememberedSince(boot, now)
+		if since.After(now) || since.Before(boot) {
+			t.Fatalf("at %v: remembered since %v, outside [%v, %v]", now, since, boot, now)
+		}
+		e := d.lookup("k", now)
+		if !since.After(at) && e == nil {
+			t.Fatalf("at %v: key put at %v forgotten, yet remembered since %v", now, at, since)
+		}
+		if e != nil && (e.receipt.Seq != 7 || len(e.topics) != 1) {
+			t.Fatalf("entry %+v", e)
+		}
+	}
+	if d.lookup("k", at.Add(10*time.Second)) != nil || d.entry("k", at.Add(10*time.Second)) != nil {
+		t.Fatal("key kept past its window")
+	}
+	if got := d.rememberedSince(boot, boot.Add(time.Second)); !got.Equal(boot) {
+		t.Fatalf("young table: remembered since %v, want its start %v", got, boot)
+	}
+	now := boot.Add(time.Hour)
+	if got := newDedupe(0, 100, -1).rememberedSince(boot, now); !got.Equal(now) {
+		t.Fatalf("dedupe off: remembered since %v, want now", got)
+	}
+}
+
+// TestCommitTopicsAreDistinct: a commit's topics once each, in order.
+func TestCommitTopicsAreDistinct(t *testing.T) {
+	var facts []*ringcastv1.Fact
+	for _, tp := range []string{"a", "b", "a", "c", "b"} {
+		facts = append(facts, &ringcastv1.Fact{Topic: tp})
+	}
+	if got := CommitTopics(facts); strings.Join(got, ",") != "a,b,c" {
+		t.Fatalf("topics %v, want a,b,c", got)
 	}
 }

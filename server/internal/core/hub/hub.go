@@ -478,7 +478,7 @@ func (h *Hub) Drain() {
 	if h.log != nil {
 		h.drainHead = h.ring.head
 	} else {
-		h.publishStatusLocked(time.Now())
+		h.publishStatusLocked(h.nowLocked())
 	}
 	seq := h.ring.head
 	h.mu.Unlock()

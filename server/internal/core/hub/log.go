@@ -50,6 +50,13 @@ type Log interface {
 	// It fails with ErrLogReplaced, before applying any of its commits,
 	// when the log was replaced.
 	Follow(ctx context.Context, from uint64, apply func(*Event)) error
+	// SeqAtTime is the seq of the first commit whose event time is at or
+	// after t (last+1 when there is none), found by the log's own time
+	// index, not by reading the log through. It returns ErrTooOld when
+	// commits at or after t may have been discarded by the log's limits:
+	// its oldest retained commit is at or after t and its seq is above 1
+	// (or it retains none and its last commit was at or after t).
+	SeqAtTime(ctx context.Context, t time.Time) (uint64, error)
 }
 
 // StoreLimits is a durable Log's retention: past any of its limits the
@@ -90,7 +97,9 @@ var ErrLogReplaced = errors.New("hub: the log was replaced (deleted and created 
 // Follow, the hub drains and reports it on Failed as for ErrLogReplaced.
 var ErrLogDamaged = errors.New("hub: the log is damaged (acknowledged commits lost, holes, or oldest commits gone)")
 
-// ErrTooOld is returned by Log.Read for a position below the log's first seq.
+// ErrTooOld is returned by Log.Read for a position below the log's first
+// seq, and by Log.SeqAtTime for a time whose commits may have been
+// discarded.
 var ErrTooOld = errors.New("hub: position below the log's first seq")
 
 // ErrUnavailable wraps a Log's failure to append: the publish was not

@@ -142,7 +142,7 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 		indexFacts(c.Facts)
 	}
 	h.mu.Lock()
-	now := time.Now()
+	now := h.nowLocked()
 	// Check everything before appending anything. dup[i] >= 0 names the
 	// earlier commit of this batch whose key commit i repeats.
 	fresh, newKeys := 0, 0
@@ -206,7 +206,7 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 		h.appendLocked(ev)
 		receipts[i] = Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
 		if c.IdempotencyKey != "" {
-			h.dedupe.put(client, c.IdempotencyKey, receipts[i], now)
+			h.dedupe.put(client, c.IdempotencyKey, receipts[i], CommitTopics(c.Facts), now)
 		}
 	}
 	h.mu.Unlock()

@@ -18,6 +18,11 @@ type Request struct {
 	OnUnservable ringcastv1.OnUnservable
 	UntilSeq     uint64
 	EndAtHead    bool
+	// SinceTime, when set with SinceSeq 0, starts the stream at the first
+	// retained commit whose event time is at or after it, instead of a
+	// snapshot (docs/protocol.md, "Starting from a time"). The faces refuse
+	// it with SinceSeq > 0; the hub ignores it then.
+	SinceTime time.Time
 	// MalformedCursor says the face received a cursor it could not parse
 	// (an SSE Last-Event-ID): the hub answers REASON_MALFORMED_CURSOR.
 	MalformedCursor bool
@@ -34,6 +39,15 @@ var ErrExpired = errors.New("hub: stream expired")
 
 // RequestFromProto converts a validated SubscribeEventsRequest.
 func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request {
+	var since time.Time
+	if ts := m.GetSinceTime(); ts != nil {
+		since = ts.AsTime()
+		if since.IsZero() {
+			// 0001-01-01T00:00:00Z, the earliest Timestamp, would read as
+			// unset: any time before every event starts the same way.
+			since = since.Add(time.Nanosecond)
+		}
+	}
 	return Request{
 		Face:         face,
 		SinceSeq:     m.GetSinceSeq(),
@@ -44,5 +58,6 @@ func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request
 		OnUnservable: m.GetOnUnservable(),
 		UntilSeq:     m.GetUntilSeq(),
 		EndAtHead:    m.GetEndAtHead(),
+		SinceTime:    since,
 	}
 }

@@ -47,12 +47,12 @@ func TestStateTableKeepsLatestPerKeyInSeqOrderAndEvictsLeastRecent(t *testing.T)
 func TestDedupeForgetsAfterWindowAndBeyondLimit(t *testing.T) {
 	now := time.Unix(1000, 0)
 	d := newDedupe(time.Minute, 2, -1)
-	d.put("", "a", Receipt{Seq: 1}, now)
-	d.put("", "b", Receipt{Seq: 2}, now.Add(time.Second))
+	d.put("", "a", Receipt{Seq: 1}, nil, now)
+	d.put("", "b", Receipt{Seq: 2}, nil, now.Add(time.Second))
 	if r, ok := d.get("a", now.Add(30*time.Second)); !ok || r.Seq != 1 {
 		t.Fatalf("a within the window: %v %v", r, ok)
 	}
-	d.put("", "c", Receipt{Seq: 3}, now.Add(2*time.Second)) // over the limit: a (oldest) goes
+	d.put("", "c", Receipt{Seq: 3}, nil, now.Add(2*time.Second)) // over the limit: a (oldest) goes
 	if _, ok := d.get("a", now.Add(3*time.Second)); ok {
 		t.Fatal("a survived the key limit")
 	}

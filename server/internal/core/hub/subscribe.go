@@ -222,6 +222,13 @@ func (s *stream) start(ctx context.Context) error {
 			return err
 		}
 		return s.snapshot()
+	case req.SinceSeq == 0 && !req.SinceTime.IsZero():
+		// From a time: as a replay from the cursor just below c.at.
+		if err := s.replicaStatus(); err != nil {
+			return err
+		}
+		s.next, s.target, s.sent = c.at, max(c.head, c.at-1), c.at-1
+		return nil
 	case req.SinceSeq == 0:
 		return s.snapshot()
 	}

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -137,4 +138,16 @@ func (l *sliceLog) Follow(ctx context.Context, from uint64, apply func(*hub.Even
 		case <-grew:
 		}
 	}
+}
+
+// SeqAtTime finds the first commit at or after t by binary search (its
+// commits' times never decrease in these tests).
+func (l *sliceLog) SeqAtTime(_ context.Context, t time.Time) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := sort.Search(len(l.evs), func(i int) bool { return !l.evs[i].at.Before(t) })
+	if i == 0 && l.first > 1 {
+		return 0, hub.ErrTooOld
+	}
+	return l.first + uint64(i), nil
 }

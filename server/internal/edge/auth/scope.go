@@ -132,6 +132,24 @@ func CheckPublish(ctx context.Context, facts []*ringcastv1.Fact) error {
 	return nil
 }
 
+// MaySubscribeAll reports whether ctx's identity (nil without auth: yes)
+// may subscribe to every one of topics: whether a stream of its, asking
+// for no topics, would be sent each of them (ScopeSubscribe). A face that
+// answers for a whole commit, such as its publish outcome, answers only
+// a caller who may read every fact of it.
+func MaySubscribeAll(ctx context.Context, topics []string) bool {
+	id := FromContext(ctx)
+	if id == nil {
+		return true
+	}
+	for _, t := range topics {
+		if !id.Subscribe.Allows(t) {
+			return false
+		}
+	}
+	return true
+}
+
 // Scope is what ctx's identity makes of a subscribe: the topics filter the
 // stream takes and the instant it ends. The face applies it to the stream
 // it starts (its topics filter and expiry).

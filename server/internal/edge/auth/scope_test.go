@@ -35,3 +35,30 @@ func TestClientID(t *testing.T) {
 		}
 	}
 }
+
+// TestMaySubscribeAll: without auth every topic; with a token, only when
+// its subscribe grant covers every topic given, as a stream's scope does.
+func TestMaySubscribeAll(t *testing.T) {
+	if !auth.MaySubscribeAll(context.Background(), []string{"a", "b"}) {
+		t.Fatal("without auth: refused")
+	}
+	id := func(grant ...string) context.Context {
+		return auth.WithIdentity(context.Background(), &auth.Identity{Subject: "s", Subscribe: grant})
+	}
+	for _, tc := range []struct {
+		ctx    context.Context
+		topics []string
+		want   bool
+	}{
+		{id("*"), []string{"a/1", "b"}, true},
+		{id("a", "b"), []string{"a/1", "b"}, true},
+		{id("a"), []string{"a/1", "b"}, false},
+		{id("a/1"), []string{"a/1", "a/2"}, false},
+		{id(), []string{"a"}, false},
+		{id("a"), nil, true},
+	} {
+		if got := auth.MaySubscribeAll(tc.ctx, tc.topics); got != tc.want {
+			t.Errorf("MaySubscribeAll(%v) = %v, want %v", tc.topics, got, tc.want)
+		}
+	}
+}

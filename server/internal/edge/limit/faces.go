@@ -23,8 +23,8 @@ func connectError(err error) error { return Exhausted(err, retryAfter(err)) }
 // takes one of its client's stream slots while it lasts; Publish takes one
 // token of its client's bucket of commits and PublishBatch one per commit,
 // and each takes its request's protobuf size from the client's bucket of
-// bytes. Install it outside validation, so refused requests cost nothing
-// more.
+// bytes; GetPublishOutcome takes as much as a Publish. Install it outside
+// validation, so refused requests cost nothing more.
 func (l *Limiter) Interceptor() connect.Interceptor { return interceptor{l} }
 
 type interceptor struct{ l *Limiter }
@@ -38,6 +38,10 @@ func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		case ringcastv1connect.EventServicePublishBatchProcedure:
 			b, _ := req.Any().(*ringcastv1.PublishBatchRequest)
 			n = max(1, len(b.GetCommits()))
+		case ringcastv1connect.EventServiceGetPublishOutcomeProcedure:
+			// A read made instead of a retried publish costs what the
+			// retry would: on a durable store it asks JetStream's leader.
+			n = 1
 		}
 		if n > 0 {
 			size := 0

@@ -25,10 +25,12 @@ var codes = [...]struct {
 }{
 	{hub.ErrInvalidFact, connect.CodeInvalidArgument},
 	{hub.ErrTooManyKeys, connect.CodeInvalidArgument},
+	{hub.ErrNoKey, connect.CodeInvalidArgument},
 	{hub.ErrDedupeFull, connect.CodeResourceExhausted}, // with Retry-After (limit.Exhausted)
 	{hub.ErrDraining, connect.CodeUnavailable},
 	{hub.ErrUnavailable, connect.CodeUnavailable},
 	{hub.ErrBatchUnsupported, connect.CodeUnimplemented},
+	{hub.ErrOutcomeUnsupported, connect.CodeUnimplemented},
 	{hub.ErrExpired, connect.CodeUnauthenticated}, // says auth.MsgExpired, as a token refused at expiry does
 }
 
@@ -51,7 +53,7 @@ func authError(err error) error {
 	return connect.NewError(connect.CodePermissionDenied, err)
 }
 
-// publishError answers a hub publish error, with a message that names no
+// publishError answers a hub publish (or outcome) error, with a message that names no
 // package of the server's.
 func publishError(err error) error {
 	code, ok := codeOf(err)

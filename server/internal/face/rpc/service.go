@@ -134,6 +134,24 @@ func (m *receiptMsg) set(r hub.Receipt) *ringcastv1.PublishResponse {
 	return &m.resp
 }
 
+// GetPublishOutcome reads, without writing, what became of a publish by
+// its idempotency key (hub.Outcome). A caller who may not subscribe to
+// every topic of the commit gets exactly the answer for an unknown key.
+func (s *Service) GetPublishOutcome(ctx context.Context, req *connect.Request[ringcastv1.GetPublishOutcomeRequest]) (*connect.Response[ringcastv1.GetPublishOutcomeResponse], error) {
+	o, err := s.hub.Outcome(ctx, req.Msg.GetIdempotencyKey())
+	if err != nil {
+		return nil, publishError(err)
+	}
+	if o.Applied && !auth.MaySubscribeAll(ctx, o.Topics) {
+		o = o.Unknown()
+	}
+	res := &ringcastv1.GetPublishOutcomeResponse{Applied: o.Applied, RememberedSince: timestamppb.New(o.RememberedSince)}
+	if o.Applied {
+		res.Receipt = receipt(o.Receipt)
+	}
+	return connect.NewResponse(res), nil
+}
+
 // GetServerStatus reports the running instance.
 func (s *Service) GetServerStatus(context.Context, *connect.Request[ringcastv1.GetServerStatusRequest]) (*connect.Response[ringcastv1.GetServerStatusResponse], error) {
 	return connect.NewResponse(&ringcastv1.GetServerStatusResponse{

@@ -10,6 +10,7 @@ import (
 	validatepb "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -56,6 +57,7 @@ func TestMalformedSubscribeIsInvalidArgumentWithViolations(t *testing.T) {
 		{"long topic", &ringcastv1.SubscribeEventsRequest{Topics: []string{long}}, "string.max_len"},
 		{"too many topics", &ringcastv1.SubscribeEventsRequest{Topics: make33Topics()}, "repeated.max_items"},
 		{"undefined snapshot", &ringcastv1.SubscribeEventsRequest{Snapshot: 9}, "enum.defined_only"},
+		{"since_time with since_seq", &ringcastv1.SubscribeEventsRequest{SinceSeq: 1, SinceTime: timestamppb.Now()}, "since_time_excludes_since_seq"},
 	}
 	forEachStoreAndProtocol(t, func(t *testing.T, store ringtest.Store, p ringcast.Protocol) {
 		srv := store.Start(t, ringtest.Config())

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"buf.build/go/protovalidate"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
@@ -254,6 +255,9 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 	lastID := r.Header.Get("Last-Event-ID")
 	if lastID == "" {
 		lastID = pq.QueryLastID
+	} else {
+		// So is since_time: a reconnect resumes where the stream got to.
+		req.SinceTime = time.Time{}
 	}
 	if lastID != "" {
 		epoch, seq, perr := ParseLastEventID(lastID)
@@ -291,6 +295,7 @@ var queryParams = map[string]bool{
 	"topic":         true,
 	"snapshot":      false,
 	"lastEventId":   false,
+	"since_time":    false,
 	auth.QueryParam: false,
 }
 
@@ -300,8 +305,8 @@ type query struct {
 	QueryLastID string // the lastEventId parameter
 }
 
-// parseQuery reads topic (repeatable), snapshot and lastEventId, and checks
-// them against the proto's rules. A malformed query, an unknown or repeated
+// parseQuery reads topic (repeatable), snapshot, lastEventId and
+// since_time, and checks them against the proto's rules. A malformed query, an unknown or repeated
 // parameter, or a bad value is a programming error in the page that built
 // the URL, not a resume, so it is answered 400.
 func parseQuery(r *http.Request) (query, error) {
@@ -313,7 +318,7 @@ func parseQuery(r *http.Request) (query, error) {
 		repeatable, known := queryParams[name]
 		switch {
 		case !known:
-			return query{}, fmt.Errorf("unknown query parameter %s (known: topic, snapshot, lastEventId, %s)", strconv.Quote(name), auth.QueryParam)
+			return query{}, fmt.Errorf("unknown query parameter %s (known: topic, snapshot, lastEventId, since_time, %s)", strconv.Quote(name), auth.QueryParam)
 		case !repeatable && len(vs) > 1:
 			return query{}, fmt.Errorf("query parameter %s given %d times", name, len(vs))
 		}
@@ -328,6 +333,18 @@ func parseQuery(r *http.Request) (query, error) {
 		return query{}, fmt.Errorf("snapshot must be %s, not %s", SnapshotNames, strconv.Quote(v))
 	}
 	m.Snapshot = snap
+	if v, ok := q["since_time"]; ok {
+		// A "+" of an offset left unescaped in the URL reads as a space
+		// (RFC 3339 has no spaces).
+		t, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(v[0], " ", "+"))
+		if err != nil {
+			return query{}, fmt.Errorf("since_time must be an RFC 3339 time such as 2026-12-01T09:00:00Z, not %s", strconv.Quote(v[0]))
+		}
+		if q.Get("lastEventId") != "" {
+			return query{}, errors.New("since_time and lastEventId are two different starting points: give one")
+		}
+		m.SinceTime = timestamppb.New(t)
+	}
 	if err := protovalidate.Validate(m); err != nil {
 		var verr *protovalidate.ValidationError
 		if errors.As(err, &verr) && len(verr.Violations) > 0 {

@@ -166,42 +166,51 @@ func (l *Log) originalTime(ctx context.Context, seq uint64, at time.Time) (time.
 // replica). It returns jetstream.ErrMsgNotFound when the stream does not
 // hold seq.
 func (l *Log) leaderGet(ctx context.Context, seq uint64) (nats.Header, []byte, error) {
-	req, err := json.Marshal(struct {
+	_, hdr, data, err := l.leaderGetBy(ctx, struct {
 		Seq uint64 `json:"seq"`
 	}{seq})
+	return hdr, data, err
+}
+
+// leaderGetBy sends the message get request q (its JSON body), which the
+// stream's leader answers, and returns the message's seq, headers and
+// data; jetstream.ErrMsgNotFound when no message answers it.
+func (l *Log) leaderGetBy(ctx context.Context, q any) (uint64, nats.Header, []byte, error) {
+	req, err := json.Marshal(q)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, nil, err
 	}
 	resp, err := l.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+l.opts.Stream, req)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, nil, err
 	}
 	var r struct {
 		Message *struct {
+			Seq    uint64 `json:"seq"`
 			Header []byte `json:"hdrs"`
 			Data   []byte `json:"data"`
 		} `json:"message"`
 		Error *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(resp.Data, &r); err != nil {
-		return nil, nil, fmt.Errorf("message get: bad answer: %w", err)
+		return 0, nil, nil, fmt.Errorf("message get: bad answer: %w", err)
 	}
 	if r.Error != nil {
 		if r.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return nil, nil, jetstream.ErrMsgNotFound
+			return 0, nil, nil, jetstream.ErrMsgNotFound
 		}
-		return nil, nil, fmt.Errorf("message get: %w", r.Error)
+		return 0, nil, nil, fmt.Errorf("message get: %w", r.Error)
 	}
 	if r.Message == nil {
-		return nil, nil, errors.New("message get: no message in the answer")
+		return 0, nil, nil, errors.New("message get: no message in the answer")
 	}
 	var hdr nats.Header
 	if len(r.Message.Header) > 0 {
 		if hdr, err = nats.DecodeHeadersMsg(r.Message.Header); err != nil {
-			return nil, nil, fmt.Errorf("message get: %w", err)
+			return 0, nil, nil, fmt.Errorf("message get: %w", err)
 		}
 	}
-	return hdr, r.Message.Data, nil
+	return r.Message.Seq, hdr, r.Message.Data, nil
 }
 
 // consumerRead reads up to max messages from seq from with a short-lived

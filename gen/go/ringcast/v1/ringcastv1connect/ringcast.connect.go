@@ -54,6 +54,9 @@ const (
 	// EventServiceGetServerStatusProcedure is the fully-qualified name of the EventService's
 	// GetServerStatus RPC.
 	EventServiceGetServerStatusProcedure = "/ringcast.v1.EventService/GetServerStatus"
+	// EventServiceGetPublishOutcomeProcedure is the fully-qualified name of the EventService's
+	// GetPublishOutcome RPC.
+	EventServiceGetPublishOutcomeProcedure = "/ringcast.v1.EventService/GetPublishOutcome"
 )
 
 // EventServiceClient is a client for the ringcast.v1.EventService service.
@@ -73,6 +76,10 @@ type EventServiceClient interface {
 	// GetServerStatus reports the running instance: epoch, window, head and
 	// oldest seq, state, limits and subscriber count. Callable by HTTP GET.
 	GetServerStatus(context.Context, *connect.Request[v1.GetServerStatusRequest]) (*connect.Response[v1.GetServerStatusResponse], error)
+	// GetPublishOutcome reads, without writing, what became of a publish with
+	// an idempotency key: applied with its original receipt, or not applied
+	// at or after remembered_since. Callable by HTTP GET.
+	GetPublishOutcome(context.Context, *connect.Request[v1.GetPublishOutcomeRequest]) (*connect.Response[v1.GetPublishOutcomeResponse], error)
 }
 
 // NewEventServiceClient constructs a client for the ringcast.v1.EventService service. By default,
@@ -111,15 +118,23 @@ func NewEventServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getPublishOutcome: connect.NewClient[v1.GetPublishOutcomeRequest, v1.GetPublishOutcomeResponse](
+			httpClient,
+			baseURL+EventServiceGetPublishOutcomeProcedure,
+			connect.WithSchema(eventServiceMethods.ByName("GetPublishOutcome")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // eventServiceClient implements EventServiceClient.
 type eventServiceClient struct {
-	subscribeEvents *connect.Client[v1.SubscribeEventsRequest, v1.SubscribeEventsResponse]
-	publish         *connect.Client[v1.PublishRequest, v1.PublishResponse]
-	publishBatch    *connect.Client[v1.PublishBatchRequest, v1.PublishBatchResponse]
-	getServerStatus *connect.Client[v1.GetServerStatusRequest, v1.GetServerStatusResponse]
+	subscribeEvents   *connect.Client[v1.SubscribeEventsRequest, v1.SubscribeEventsResponse]
+	publish           *connect.Client[v1.PublishRequest, v1.PublishResponse]
+	publishBatch      *connect.Client[v1.PublishBatchRequest, v1.PublishBatchResponse]
+	getServerStatus   *connect.Client[v1.GetServerStatusRequest, v1.GetServerStatusResponse]
+	getPublishOutcome *connect.Client[v1.GetPublishOutcomeRequest, v1.GetPublishOutcomeResponse]
 }
 
 // SubscribeEvents calls ringcast.v1.EventService.SubscribeEvents.
@@ -142,6 +157,11 @@ func (c *eventServiceClient) GetServerStatus(ctx context.Context, req *connect.R
 	return c.getServerStatus.CallUnary(ctx, req)
 }
 
+// GetPublishOutcome calls ringcast.v1.EventService.GetPublishOutcome.
+func (c *eventServiceClient) GetPublishOutcome(ctx context.Context, req *connect.Request[v1.GetPublishOutcomeRequest]) (*connect.Response[v1.GetPublishOutcomeResponse], error) {
+	return c.getPublishOutcome.CallUnary(ctx, req)
+}
+
 // EventServiceHandler is an implementation of the ringcast.v1.EventService service.
 type EventServiceHandler interface {
 	// SubscribeEvents is the ordered push channel: a snapshot or a replay from
@@ -159,6 +179,10 @@ type EventServiceHandler interface {
 	// GetServerStatus reports the running instance: epoch, window, head and
 	// oldest seq, state, limits and subscriber count. Callable by HTTP GET.
 	GetServerStatus(context.Context, *connect.Request[v1.GetServerStatusRequest]) (*connect.Response[v1.GetServerStatusResponse], error)
+	// GetPublishOutcome reads, without writing, what became of a publish with
+	// an idempotency key: applied with its original receipt, or not applied
+	// at or after remembered_since. Callable by HTTP GET.
+	GetPublishOutcome(context.Context, *connect.Request[v1.GetPublishOutcomeRequest]) (*connect.Response[v1.GetPublishOutcomeResponse], error)
 }
 
 // NewEventServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -193,6 +217,13 @@ func NewEventServiceHandler(svc EventServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	eventServiceGetPublishOutcomeHandler := connect.NewUnaryHandler(
+		EventServiceGetPublishOutcomeProcedure,
+		svc.GetPublishOutcome,
+		connect.WithSchema(eventServiceMethods.ByName("GetPublishOutcome")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/ringcast.v1.EventService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EventServiceSubscribeEventsProcedure:
@@ -203,6 +234,8 @@ func NewEventServiceHandler(svc EventServiceHandler, opts ...connect.HandlerOpti
 			eventServicePublishBatchHandler.ServeHTTP(w, r)
 		case EventServiceGetServerStatusProcedure:
 			eventServiceGetServerStatusHandler.ServeHTTP(w, r)
+		case EventServiceGetPublishOutcomeProcedure:
+			eventServiceGetPublishOutcomeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -226,4 +259,8 @@ func (UnimplementedEventServiceHandler) PublishBatch(context.Context, *connect.R
 
 func (UnimplementedEventServiceHandler) GetServerStatus(context.Context, *connect.Request[v1.GetServerStatusRequest]) (*connect.Response[v1.GetServerStatusResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ringcast.v1.EventService.GetServerStatus is not implemented"))
+}
+
+func (UnimplementedEventServiceHandler) GetPublishOutcome(context.Context, *connect.Request[v1.GetPublishOutcomeRequest]) (*connect.Response[v1.GetPublishOutcomeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ringcast.v1.EventService.GetPublishOutcome is not implemented"))
 }

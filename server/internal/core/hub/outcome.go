@@ -1,0 +1,96 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+)
+
+// PublishOutcome is what became of a publish with an idempotency key
+// (GetPublishOutcome, docs/protocol.md "Reading a publish's outcome").
+type PublishOutcome struct {
+	// Applied: a commit with the key was appended; Receipt is its original
+	// receipt (Duplicate false) and Topics its facts' distinct topics, for
+	// the face to scope the answer to its caller.
+	Applied bool
+	Receipt Receipt
+	Topics  []string
+	// RememberedSince is the instant from which the store remembers every
+	// key: when Applied is false, no commit with the key was appended at
+	// or after it. Never later than the time of the question.
+	RememberedSince time.Time
+}
+
+// Unknown is o as answered to a caller who may not see the commit: the
+// answer for a key never published, with the same RememberedSince.
+func (o PublishOutcome) Unknown() PublishOutcome {
+	return PublishOutcome{RememberedSince: o.RememberedSince}
+}
+
+// OutcomeLog is a Log that can say what became of an idempotency key,
+// from the log itself (not from what this replica has received), so that
+// every replica, before and after a restart, answers alike. Outcome sets
+// Receipt.Epoch to zero; the hub fills it in.
+type OutcomeLog interface {
+	Log
+	Outcome(ctx context.Context, key string) (PublishOutcome, error)
+}
+
+// ErrNoKey is returned by Hub.Outcome for an empty idempotency key.
+var ErrNoKey = errors.New("hub: an idempotency key is required")
+
+// ErrOutcomeUnsupported is returned by Hub.Outcome when the hub's Log
+// cannot say what became of a key (it does not implement OutcomeLog).
+var ErrOutcomeUnsupported = errors.New("hub: this store cannot read a publish's outcome")
+
+// Outcome reads, without writing, what became of a publish with key: on
+// memory from the dedupe table (RememberedSince: the later of the hub's
+// start and the dedupe window's start; now when dedupe is off), with a
+// Log from the Log (OutcomeLog). A draining hub still answers.
+func (h *Hub) Outcome(ctx context.Context, key string) (PublishOutcome, error) {
+	if key == "" {
+		return PublishOutcome{}, ErrNoKey
+	}
+	if h.log != nil {
+		ol, ok := h.log.(OutcomeLog)
+		if !ok {
+			return PublishOutcome{}, ErrOutcomeUnsupported
+		}
+		o, err := ol.Outcome(ctx, key)
+		if err != nil {
+			h.failIfReplaced(err)
+			return PublishOutcome{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if o.Applied {
+			o.Receipt.Epoch, o.Receipt.Duplicate = h.epoch, false
+		}
+		if now := time.Now(); o.RememberedSince.After(now) {
+			o.RememberedSince = now // another clock's instant: never later than now
+		}
+		return o, nil
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	now := time.Now()
+	o := PublishOutcome{RememberedSince: h.dedupe.rememberedSince(h.boot, now)}
+	if e := h.dedupe.lookup(key, now); e != nil {
+		o.Applied, o.Receipt, o.Topics = true, e.receipt, e.topics
+	}
+	return o, nil
+}
+
+// CommitTopics is the distinct topics of a commit's facts, in the order
+// they first appear. The strings are the facts' own, not copies.
+func CommitTopics(facts []*ringcastv1.Fact) []string {
+	topics := make([]string, 0, 1)
+	for _, f := range facts {
+		if t := f.GetTopic(); !slices.Contains(topics, t) {
+			topics = append(topics, t)
+		}
+	}
+	return slices.Clip(topics)
+}
