@@ -2,12 +2,36 @@
 # A local ringcast cluster: three nats-servers forming a JetStream cluster
 # and two ringcast replicas on one R3 stream. Used by `go tool task cluster`
 # and `go tool task cluster:stop`; state, logs and pids live in .cluster/.
-#   cluster.sh start PORT_A PORT_B   (bin/ringcast and bin/nats-server built)
+#   cluster.sh start   (bin/ringcast and bin/nats-server built)
 #   cluster.sh stop
+# The ports and the demo feed come from the environment (the task passes
+# its variables of the same names; README.md, "A durable cluster"):
+#   CLUSTER_PORT_A, CLUSTER_PORT_B   the two ringcast replicas (8080, 8081)
+#   CLUSTER_NATS_PORT     the first nats-server's client port (14221); the
+#                         three servers take it and the next two
+#   CLUSTER_ROUTE_PORT    the first cluster-route port (16221), likewise
+#   CLUSTER_MONITOR_PORT  the first HTTP monitoring port (18221), likewise
+#   CLUSTER_DEMO          true: replica A publishes the demo feed (false)
 set -euo pipefail
 dir=.cluster
-urls=nats://127.0.0.1:4221,nats://127.0.0.1:4222,nats://127.0.0.1:4223
-routes=nats://127.0.0.1:6221,nats://127.0.0.1:6222,nats://127.0.0.1:6223
+port_a=${CLUSTER_PORT_A:-8080}
+port_b=${CLUSTER_PORT_B:-8081}
+nats_port=${CLUSTER_NATS_PORT:-14221}
+route_port=${CLUSTER_ROUTE_PORT:-16221}
+monitor_port=${CLUSTER_MONITOR_PORT:-18221}
+demo=${CLUSTER_DEMO:-false}
+for v in port_a port_b nats_port route_port monitor_port; do
+	if ! [[ ${!v} =~ ^[0-9]+$ ]] || ((${!v} < 1 || ${!v} > 65533)); then
+		echo "cluster: $v=${!v}: want a port number" >&2
+		exit 2
+	fi
+done
+if [[ $demo != true && $demo != false ]]; then
+	echo "cluster: CLUSTER_DEMO=$demo: want true or false" >&2
+	exit 2
+fi
+urls=nats://127.0.0.1:$nats_port,nats://127.0.0.1:$((nats_port + 1)),nats://127.0.0.1:$((nats_port + 2))
+routes=nats://127.0.0.1:$route_port,nats://127.0.0.1:$((route_port + 1)),nats://127.0.0.1:$((route_port + 2))
 
 stop_pid() { # pidfile
 	[ -f "$1" ] || return 0
@@ -42,7 +66,7 @@ start_ringcast() { # port, demo
 
 case ${1:-} in
 start)
-	a=${2:-8080} b=${3:-8081}
+	a=$port_a b=$port_b
 	mkdir -p "$dir"
 	for i in 1 2 3; do
 		if [ -f "$dir/n$i.pid" ] && kill -0 "$(cat "$dir/n$i.pid")" 2>/dev/null; then
@@ -51,18 +75,23 @@ start)
 		fi
 	done
 	for i in 1 2 3; do
-		setsid bin/nats-server --name "n$i" --addr 127.0.0.1 --port "422$i" --http_port "822$i" \
+		setsid bin/nats-server --name "n$i" --addr 127.0.0.1 --port "$((nats_port + i - 1))" \
+			--http_port "$((monitor_port + i - 1))" \
 			--jetstream --store_dir "$dir/n$i" --cluster_name ringcast \
-			--cluster "nats://127.0.0.1:622$i" --routes "$routes" >"$dir/n$i.log" 2>&1 </dev/null &
+			--cluster "nats://127.0.0.1:$((route_port + i - 1))" --routes "$routes" >"$dir/n$i.log" 2>&1 </dev/null &
 		echo $! >"$dir/n$i.pid"
 	done
 	for i in 1 2 3; do
-		wait_for "nats-server n$i (see $dir/n$i.log)" curl -fs -o /dev/null "http://127.0.0.1:822$i/healthz"
+		wait_for "nats-server n$i (see $dir/n$i.log)" curl -fs -o /dev/null "http://127.0.0.1:$((monitor_port + i - 1))/healthz"
 	done
-	start_ringcast "$a" true
+	start_ringcast "$a" "$demo"
 	start_ringcast "$b" false
 	echo "NATS JetStream cluster: $urls"
-	echo "ringcast: http://127.0.0.1:$a (demo feed) and http://127.0.0.1:$b, one stream, cursors valid on both"
+	if [[ $demo == true ]]; then
+		echo "ringcast: http://127.0.0.1:$a (demo feed) and http://127.0.0.1:$b, one stream, cursors valid on both"
+	else
+		echo "ringcast: http://127.0.0.1:$a and http://127.0.0.1:$b, one stream, cursors valid on both (CLUSTER_DEMO=true: the demo feed on $a)"
+	fi
 	echo "logs and data in $dir/; stop with: go tool task cluster:stop"
 	;;
 stop)
@@ -71,7 +100,7 @@ stop)
 	echo "cluster stopped (the stream stays in $dir/; rm -rf $dir to start afresh)"
 	;;
 *)
-	echo "usage: cluster.sh start [PORT_A PORT_B] | stop" >&2
+	echo "usage: cluster.sh start | stop (ports: CLUSTER_* variables, see the top of this file)" >&2
 	exit 2
 	;;
 esac

@@ -26,6 +26,8 @@ publish one-fact commits at --rate commits/s in total (0: as fast as they
 can) for --warmup, then for the measured --duration. Publishers wait while
 the slowest subscriber is --max-lead commits behind, so no stream is cut for
 lagging: at --rate 0 the figure is the fan-out the subscribers sustain.
+Only the run's own commits (topics load/<random>/…) count as deliveries:
+others' (a --demo feed, another run) are reported as other_deliveries.
 
 Idle (--idle N): opens N streams and publishes nothing; once all have caught
 up and the server's ringcast_subscribers gauge counts them, reports the

@@ -1,6 +1,6 @@
 // Command ringcast runs the ringcast server and talks to one.
 //
-//	ringcast serve     run the server (with the demo feed by default)
+//	ringcast serve     run the server (the demo feed with --demo)
 //	ringcast tail      subscribe and print one JSON line per fact and signal
 //	ringcast publish   publish one commit of facts given as JSON
 //	ringcast status    print GetServerStatus as JSON
@@ -41,7 +41,7 @@ func versionString() string {
 const usage = `ringcast — one ordered, resumable event stream for browsers, services and curl.
 
 Usage:
-  ringcast serve   [flags]          run the server (embedded demo feed on by default)
+  ringcast serve   [flags]          run the server (--demo: the embedded demo feed)
   ringcast tail    [flags]          subscribe; print one JSON object per fact and per signal
   ringcast publish [flags] [FACT…]  publish one commit; facts as JSON arguments or on stdin
   ringcast status  [flags]          print the server's status as JSON

@@ -44,8 +44,8 @@ import (
 // their defaults, applied once, when New builds the server; Defaults returns
 // them for flags to start from. A numeric field's default is its row of
 // package settings, the one table of the server's defaults and bounds.
-// Demo and Coalesce are the two fields whose zero value (no demo feed, no
-// coalescing) is not their flag's default.
+// Coalesce is the one field whose zero value (no coalescing) is not its
+// flag's default.
 type Config struct {
 	hub.Config // ring, stream timings, tables, MaxRequestBytes, Version, Logger; Observer is the server's metrics
 
@@ -55,7 +55,7 @@ type Config struct {
 	// Default: settings.WriteTimeout.
 	WriteTimeout time.Duration
 	// Demo publishes the embedded demo feed every DemoInterval (default
-	// settings.DemoInterval).
+	// settings.DemoInterval). Off by default (serve --demo turns it on).
 	Demo         bool
 	DemoInterval time.Duration
 	// TLSCert and TLSKey (PEM files) serve HTTPS with HTTP/2; empty: plaintext.
@@ -120,10 +120,10 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
-// Defaults returns the documented defaults: those of a zero Config, with
-// the demo feed on and live wake-ups coalesced (settings.Coalesce).
+// Defaults returns the documented defaults: those of a zero Config (the
+// demo feed off), with live wake-ups coalesced (settings.Coalesce).
 func Defaults() Config {
-	return Config{Config: hub.Config{Coalesce: settings.Coalesce.Default}, Demo: true}.withDefaults()
+	return Config{Config: hub.Config{Coalesce: settings.Coalesce.Default}}.withDefaults()
 }
 
 // withDefaults returns c with every zero field set to its default.

@@ -164,7 +164,7 @@ func TestZeroConfigServes(t *testing.T) {
 		t.Fatalf("zero config status %v, want the defaults", st)
 	}
 	s.Hub.Close()
-	if want.Coalesce != time.Millisecond || !want.Demo || want.Addr != "127.0.0.1:8080" || want.Window != 1024 {
+	if want.Coalesce != time.Millisecond || want.Demo || want.Addr != "127.0.0.1:8080" || want.Window != 1024 {
 		t.Fatalf("Defaults() = %+v, not the documented defaults", want)
 	}
 

@@ -49,7 +49,10 @@ func serveOnNATS(t *testing.T, ns *server.Server) (addr string, nc *nats.Conn) {
 	}
 	t.Cleanup(nc.Close)
 	cfg := ringtest.Config()
-	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
+	// No byte or age bound: the stream is bounded only by what each case
+	// gives JetStream (a byte bound is set aside from its storage when the
+	// stream is created).
+	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc, NATSMaxBytes: -1, NATSMaxAge: -1}
 	_, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
 	t.Cleanup(func() {
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/settings"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
 )
 
@@ -32,9 +34,12 @@ type Store struct {
 	NATSURLs  []string
 	NATSCreds string
 	// NATSStream names the stream (default "ringcast"). The limits apply
-	// when ringcast creates it: NATSReplicas 1 (default) or 3, NATSMaxBytes,
-	// NATSMaxAge, NATSMaxMsgs (0: unlimited). The duplicate window is the
-	// hub's DedupeWindow.
+	// when ringcast creates it; an existing stream is used as it is, with
+	// its own limits: NATSReplicas 1 (default) or 3; NATSMaxBytes and
+	// NATSMaxAge, 0 for their defaults (settings.NATSMaxBytes, 1 GiB, and
+	// settings.NATSMaxAge, 7 days) and negative for no bound (logged at
+	// Warn); NATSMaxMsgs (0: no bound). The duplicate window is the hub's
+	// DedupeWindow.
 	NATSStream   string
 	NATSReplicas int
 	NATSMaxBytes int64
@@ -66,8 +71,8 @@ func (s Store) validate() []error {
 	if s.NATSReplicas != 0 && s.NATSReplicas != 1 && s.NATSReplicas != 3 {
 		errs = append(errs, errors.New("nats-replicas must be 1 or 3"))
 	}
-	if s.NATSMaxBytes < 0 || s.NATSMaxMsgs < 0 || s.NATSMaxAge < 0 {
-		errs = append(errs, errors.New("nats-max-bytes, nats-max-age and nats-max-msgs must not be negative"))
+	if s.NATSMaxMsgs < 0 {
+		errs = append(errs, errors.New("nats-max-msgs must not be negative"))
 	}
 	return errs
 }
@@ -78,11 +83,7 @@ func (s Store) nameFiles(err error) error {
 	if !errors.Is(err, hub.ErrLogDamaged) || s.Kind != StoreEmbedded || s.NATSConn != nil {
 		return err
 	}
-	stream := s.NATSStream
-	if stream == "" {
-		stream = natslog.DefaultStream
-	}
-	return fmt.Errorf("%w (its message blocks: %s)", err, filepath.Join(s.DataDir, "jetstream", "$G", "streams", stream, "msgs"))
+	return fmt.Errorf("%w (its message blocks: %s)", err, filepath.Join(s.DataDir, "jetstream", "$G", "streams", s.stream(), "msgs"))
 }
 
 // openStore opens the Log of a durable store (nil for memory) and returns
@@ -126,11 +127,12 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
+	maxBytes, maxAge := s.limits()
 	l, err := natslog.Open(ctx, nc, natslog.Options{
 		Stream:     s.NATSStream,
 		Replicas:   s.NATSReplicas,
-		MaxBytes:   s.NATSMaxBytes,
-		MaxAge:     s.NATSMaxAge,
+		MaxBytes:   maxBytes,
+		MaxAge:     maxAge,
 		MaxMsgs:    s.NATSMaxMsgs,
 		Duplicates: cfg.DedupeWindow,
 		Logger:     cfg.Logger,
@@ -144,7 +146,46 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 		cfg.Logger.Warn("the stream's duplicate window differs from --dedupe-window; JetStream's applies across restarts and replicas",
 			"stream", c.Name, "duplicates", c.Duplicates, "dedupe_window", cfg.DedupeWindow)
 	}
+	s.warnLimits(cfg.Logger, l.StoreLimits())
 	return &storeLog{Log: l, nc: nc, now: time.Now}, closeAll, nil
+}
+
+// limits is the byte and age limits of a stream ringcast creates, as
+// natslog takes them (0: no bound): a zero field's default
+// (settings.NATSMaxBytes, settings.NATSMaxAge), none for a negative one.
+func (s Store) limits() (maxBytes int64, maxAge time.Duration) {
+	maxBytes, maxAge = settings.NATSMaxBytes.Or(s.NATSMaxBytes), settings.NATSMaxAge.Or(s.NATSMaxAge)
+	return max(maxBytes, 0), max(maxAge, 0)
+}
+
+// warnLimits logs, at Warn, each bound of the stream lifted by its flag,
+// and a stream in use with no limit at all (one created before the
+// defaults, or outside ringcast: used as it is); at Info, an existing
+// stream whose limits are not the flags'.
+func (s Store) warnLimits(log *slog.Logger, got hub.StoreLimits) {
+	if s.NATSMaxBytes < 0 {
+		log.Warn("no byte limit for a stream ringcast creates (--nats-max-bytes negative): it keeps every commit its age limit keeps, and its disk use grows with the publish rate until JetStream's storage is exhausted")
+	}
+	if s.NATSMaxAge < 0 {
+		log.Warn("no age limit for a stream ringcast creates (--nats-max-age negative): it keeps every commit its byte limit keeps, however old")
+	}
+	maxBytes, maxAge := s.limits()
+	switch {
+	case got == hub.StoreLimits{}:
+		log.Warn("the stream has no limits: it keeps every commit and its disk use grows without bound (an existing stream is used as it is: set its limits with the NATS tools)",
+			"stream", s.stream())
+	case got != hub.StoreLimits{MaxBytes: maxBytes, MaxAge: maxAge, MaxCommits: s.NATSMaxMsgs}:
+		log.Info("the stream's limits are not those of --nats-max-bytes, --nats-max-age and --nats-max-msgs: an existing stream is used as it is",
+			"stream", s.stream(), "max_bytes", got.MaxBytes, "max_age", got.MaxAge, "max_msgs", got.MaxCommits)
+	}
+}
+
+// stream is the stream's name.
+func (s Store) stream() string {
+	if s.NATSStream == "" {
+		return natslog.DefaultStream
+	}
+	return s.NATSStream
 }
 
 // storeLog is a durable store's Log as the hub sees it: the errors of its

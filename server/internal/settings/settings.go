@@ -114,12 +114,14 @@ var (
 )
 
 // A stream ringcast creates in NATS JetStream (package natslog). Its
-// duplicate window is DedupeWindow.
+// duplicate window is DedupeWindow. It starts bounded, in bytes and in age
+// (docs/limits.md, "The durable store"): a week of commits, at most 1 GiB
+// of them; a negative value lifts a bound (package app logs it at WARN).
 var (
-	NATSReplicas = Setting[int]{Name: "nats-replicas", Default: 1, Min: 1, Max: 3, ZeroDefault: true}                                            // 1 or 3
-	NATSMaxBytes = Setting[int64]{Name: "nats-max-bytes", Default: 0, Min: 1 << 10, Max: 1 << 50, ZeroDefault: true}                             // 0: none
-	NATSMaxAge   = Setting[time.Duration]{Name: "nats-max-age", Default: 0, Min: time.Second, Max: 10 * 365 * 24 * time.Hour, ZeroDefault: true} // 0: none
-	NATSMaxMsgs  = Setting[int64]{Name: "nats-max-msgs", Default: 0, Min: 1, Max: 1 << 50, ZeroDefault: true}                                    // 0: none
+	NATSReplicas = Setting[int]{Name: "nats-replicas", Default: 1, Min: 1, Max: 3, ZeroDefault: true} // 1 or 3
+	NATSMaxBytes = Setting[int64]{Name: "nats-max-bytes", Default: 1 << 30, Min: 1 << 10, Max: 1 << 50, ZeroDefault: true, NegativeNone: true}
+	NATSMaxAge   = Setting[time.Duration]{Name: "nats-max-age", Default: 7 * 24 * time.Hour, Min: time.Second, Max: 10 * 365 * 24 * time.Hour, ZeroDefault: true, NegativeNone: true}
+	NATSMaxMsgs  = Setting[int64]{Name: "nats-max-msgs", Default: 0, Min: 1, Max: 1 << 50, ZeroDefault: true} // 0: none
 )
 
 // All is every setting, in docs/limits.md's order: one row per numeric

@@ -40,7 +40,7 @@ describe("web console with --auth jwt", () => {
     dir = mkdtempSync(join(tmpdir(), "ringcast-console-auth-"));
     keyFile = join(dir, "hmac.key");
     writeFileSync(keyFile, randomBytes(32).toString("base64") + "\n", { mode: 0o600 });
-    srv = await startServer(["--demo-interval", "200ms", "--auth", "jwt", "--jwt-key-file", keyFile]);
+    srv = await startServer(["--demo", "--demo-interval", "200ms", "--auth", "jwt", "--jwt-key-file", keyFile]);
   });
   after(async () => {
     await browser?.close();

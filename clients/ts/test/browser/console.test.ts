@@ -71,7 +71,7 @@ describe("web console in Chromium", () => {
 
   it("shows a live board, an unmissable outage on SIGKILL, and resynced then live after a restart", async (t) => {
     if (skip(t)) return;
-    let srv: Server = await startServer(["--demo-interval", "200ms"]);
+    let srv: Server = await startServer(["--demo", "--demo-interval", "200ms"]);
     try {
       const page = await browser!.newPage({ viewport: { width: 1440, height: 1000 } });
       const errors: string[] = [];
@@ -165,7 +165,7 @@ describe("web console in Chromium", () => {
       await axe(page, "outage");
 
       // ---- restart: resynced, then live with fresh values ----
-      srv = await startServer(["--demo-interval", "200ms"], port);
+      srv = await startServer(["--demo", "--demo-interval", "200ms"], port);
       assert.notEqual(srv.epoch, oldEpoch);
       await waitForResync(page);
       await page.screenshot({ path: join(resultsDir, "resynced.png"), fullPage: true });
@@ -296,7 +296,7 @@ describe("web console in Chromium", () => {
 
   it("is usable on a 390 px wide phone", async (t) => {
     if (skip(t)) return;
-    const srv = await startServer(["--demo-interval", "200ms"]);
+    const srv = await startServer(["--demo", "--demo-interval", "200ms"]);
     try {
       const page = await browser!.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
       await page.goto(srv.url + "/");
@@ -320,7 +320,7 @@ describe("web console in Chromium", () => {
       t.skip(unavailable);
       return;
     }
-    let own = await startServer(["--demo-interval", "200ms"]);
+    let own = await startServer(["--demo", "--demo-interval", "200ms"]);
     try {
       const page = await browser!.newPage({ viewport: { width: 1440, height: 1000 } });
       const errors: string[] = [];
@@ -391,7 +391,7 @@ describe("web console in Chromium", () => {
       t.skip(unavailable);
       return;
     }
-    const leased = await startServer(["--demo-interval", "100ms", "--lease", "1s"]);
+    const leased = await startServer(["--demo", "--demo-interval", "100ms", "--lease", "1s"]);
     try {
       const page = await browser!.newPage();
       await page.goto(leased.url + "/");

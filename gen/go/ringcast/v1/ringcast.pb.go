@@ -1233,6 +1233,9 @@ type Limits struct {
 	MaxRingBytes uint64 `protobuf:"varint,10,opt,name=max_ring_bytes,json=maxRingBytes,proto3" json:"max_ring_bytes,omitempty"`
 	// Bytes the latest-per-key table may hold before it evicts keys.
 	MaxStateBytes uint64 `protobuf:"varint,11,opt,name=max_state_bytes,json=maxStateBytes,proto3" json:"max_state_bytes,omitempty"`
+	// The durable store's retention: how far back a cursor older than the
+	// ring can resume. Unset with the memory store (the ring is the log).
+	Store         *StoreLimits `protobuf:"bytes,12,opt,name=store,proto3" json:"store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1344,6 +1347,80 @@ func (x *Limits) GetMaxStateBytes() uint64 {
 	return 0
 }
 
+func (x *Limits) GetStore() *StoreLimits {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+// StoreLimits are the limits of a durable store's stream as the store
+// reports them (a stream created outside ringcast keeps its own): past
+// any of them the oldest commits are discarded, and a cursor before them
+// gets CURSOR_TOO_OLD.
+type StoreLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Bytes the stream may hold; 0: no bound.
+	MaxBytes uint64 `protobuf:"varint,1,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// Age past which commits are discarded; unset: no bound.
+	MaxAge *durationpb.Duration `protobuf:"bytes,2,opt,name=max_age,json=maxAge,proto3" json:"max_age,omitempty"`
+	// Commits the stream may hold; 0: no bound.
+	MaxCommits    uint64 `protobuf:"varint,3,opt,name=max_commits,json=maxCommits,proto3" json:"max_commits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreLimits) Reset() {
+	*x = StoreLimits{}
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreLimits) ProtoMessage() {}
+
+func (x *StoreLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreLimits.ProtoReflect.Descriptor instead.
+func (*StoreLimits) Descriptor() ([]byte, []int) {
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *StoreLimits) GetMaxBytes() uint64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *StoreLimits) GetMaxAge() *durationpb.Duration {
+	if x != nil {
+		return x.MaxAge
+	}
+	return nil
+}
+
+func (x *StoreLimits) GetMaxCommits() uint64 {
+	if x != nil {
+		return x.MaxCommits
+	}
+	return 0
+}
+
 type PublishRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The commit's facts, 1..256. Their `index` is assigned by the server.
@@ -1357,7 +1434,7 @@ type PublishRequest struct {
 
 func (x *PublishRequest) Reset() {
 	*x = PublishRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[11]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1446,7 @@ func (x *PublishRequest) String() string {
 func (*PublishRequest) ProtoMessage() {}
 
 func (x *PublishRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[11]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1459,7 @@ func (x *PublishRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishRequest.ProtoReflect.Descriptor instead.
 func (*PublishRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{11}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PublishRequest) GetFacts() []*Fact {
@@ -1413,7 +1490,7 @@ type PublishResponse struct {
 
 func (x *PublishResponse) Reset() {
 	*x = PublishResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[12]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1502,7 @@ func (x *PublishResponse) String() string {
 func (*PublishResponse) ProtoMessage() {}
 
 func (x *PublishResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[12]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1515,7 @@ func (x *PublishResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishResponse.ProtoReflect.Descriptor instead.
 func (*PublishResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{12}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PublishResponse) GetSeq() uint64 {
@@ -1482,7 +1559,7 @@ type PublishBatchRequest struct {
 
 func (x *PublishBatchRequest) Reset() {
 	*x = PublishBatchRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1571,7 @@ func (x *PublishBatchRequest) String() string {
 func (*PublishBatchRequest) ProtoMessage() {}
 
 func (x *PublishBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[13]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1584,7 @@ func (x *PublishBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishBatchRequest.ProtoReflect.Descriptor instead.
 func (*PublishBatchRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{13}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PublishBatchRequest) GetCommits() []*PublishRequest {
@@ -1530,7 +1607,7 @@ type PublishBatchResponse struct {
 
 func (x *PublishBatchResponse) Reset() {
 	*x = PublishBatchResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1619,7 @@ func (x *PublishBatchResponse) String() string {
 func (*PublishBatchResponse) ProtoMessage() {}
 
 func (x *PublishBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[14]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1632,7 @@ func (x *PublishBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishBatchResponse.ProtoReflect.Descriptor instead.
 func (*PublishBatchResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{14}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PublishBatchResponse) GetReceipts() []*PublishResponse {
@@ -1575,7 +1652,7 @@ type GetPublishOutcomeRequest struct {
 
 func (x *GetPublishOutcomeRequest) Reset() {
 	*x = GetPublishOutcomeRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1664,7 @@ func (x *GetPublishOutcomeRequest) String() string {
 func (*GetPublishOutcomeRequest) ProtoMessage() {}
 
 func (x *GetPublishOutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[15]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1677,7 @@ func (x *GetPublishOutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPublishOutcomeRequest.ProtoReflect.Descriptor instead.
 func (*GetPublishOutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{15}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetPublishOutcomeRequest) GetIdempotencyKey() string {
@@ -1627,7 +1704,7 @@ type GetPublishOutcomeResponse struct {
 
 func (x *GetPublishOutcomeResponse) Reset() {
 	*x = GetPublishOutcomeResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1716,7 @@ func (x *GetPublishOutcomeResponse) String() string {
 func (*GetPublishOutcomeResponse) ProtoMessage() {}
 
 func (x *GetPublishOutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[16]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1729,7 @@ func (x *GetPublishOutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPublishOutcomeResponse.ProtoReflect.Descriptor instead.
 func (*GetPublishOutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{16}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetPublishOutcomeResponse) GetApplied() bool {
@@ -1684,7 +1761,7 @@ type GetServerStatusRequest struct {
 
 func (x *GetServerStatusRequest) Reset() {
 	*x = GetServerStatusRequest{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1773,7 @@ func (x *GetServerStatusRequest) String() string {
 func (*GetServerStatusRequest) ProtoMessage() {}
 
 func (x *GetServerStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[17]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1786,7 @@ func (x *GetServerStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetServerStatusRequest) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{17}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{18}
 }
 
 type GetServerStatusResponse struct {
@@ -1723,7 +1800,7 @@ type GetServerStatusResponse struct {
 
 func (x *GetServerStatusResponse) Reset() {
 	*x = GetServerStatusResponse{}
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[18]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1812,7 @@ func (x *GetServerStatusResponse) String() string {
 func (*GetServerStatusResponse) ProtoMessage() {}
 
 func (x *GetServerStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ringcast_v1_ringcast_proto_msgTypes[18]
+	mi := &file_ringcast_v1_ringcast_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1825,7 @@ func (x *GetServerStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetServerStatusResponse) Descriptor() ([]byte, []int) {
-	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{18}
+	return file_ringcast_v1_ringcast_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetServerStatusResponse) GetStatus() *ServerStatus {
@@ -1847,7 +1924,7 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"oldest_seq\x18\a \x01(\x04R\toldestSeq\x12+\n" +
 	"\x06limits\x18\b \x01(\v2\x13.ringcast.v1.LimitsR\x06limits\x12\x1d\n" +
 	"\n" +
-	"ring_bytes\x18\t \x01(\x04R\tringBytes\"\xff\x03\n" +
+	"ring_bytes\x18\t \x01(\x04R\tringBytes\"\xaf\x04\n" +
 	"\x06Limits\x12/\n" +
 	"\x14max_facts_per_commit\x18\x01 \x01(\rR\x11maxFactsPerCommit\x12\x1d\n" +
 	"\n" +
@@ -1861,7 +1938,13 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\x0emax_data_depth\x18\t \x01(\rR\fmaxDataDepth\x12$\n" +
 	"\x0emax_ring_bytes\x18\n" +
 	" \x01(\x04R\fmaxRingBytes\x12&\n" +
-	"\x0fmax_state_bytes\x18\v \x01(\x04R\rmaxStateBytes\"y\n" +
+	"\x0fmax_state_bytes\x18\v \x01(\x04R\rmaxStateBytes\x12.\n" +
+	"\x05store\x18\f \x01(\v2\x18.ringcast.v1.StoreLimitsR\x05store\"\x7f\n" +
+	"\vStoreLimits\x12\x1b\n" +
+	"\tmax_bytes\x18\x01 \x01(\x04R\bmaxBytes\x122\n" +
+	"\amax_age\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06maxAge\x12\x1f\n" +
+	"\vmax_commits\x18\x03 \x01(\x04R\n" +
+	"maxCommits\"y\n" +
 	"\x0ePublishRequest\x124\n" +
 	"\x05facts\x18\x01 \x03(\v2\x11.ringcast.v1.FactB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\x02R\x05facts\x121\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\"\xa3\x01\n" +
@@ -1926,7 +2009,7 @@ func file_ringcast_v1_ringcast_proto_rawDescGZIP() []byte {
 }
 
 var file_ringcast_v1_ringcast_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ringcast_v1_ringcast_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_ringcast_v1_ringcast_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ringcast_v1_ringcast_proto_goTypes = []any{
 	(Snapshot)(0),                     // 0: ringcast.v1.Snapshot
 	(OnUnservable)(0),                 // 1: ringcast.v1.OnUnservable
@@ -1943,23 +2026,24 @@ var file_ringcast_v1_ringcast_proto_goTypes = []any{
 	(*Gap)(nil),                       // 12: ringcast.v1.Gap
 	(*ServerStatus)(nil),              // 13: ringcast.v1.ServerStatus
 	(*Limits)(nil),                    // 14: ringcast.v1.Limits
-	(*PublishRequest)(nil),            // 15: ringcast.v1.PublishRequest
-	(*PublishResponse)(nil),           // 16: ringcast.v1.PublishResponse
-	(*PublishBatchRequest)(nil),       // 17: ringcast.v1.PublishBatchRequest
-	(*PublishBatchResponse)(nil),      // 18: ringcast.v1.PublishBatchResponse
-	(*GetPublishOutcomeRequest)(nil),  // 19: ringcast.v1.GetPublishOutcomeRequest
-	(*GetPublishOutcomeResponse)(nil), // 20: ringcast.v1.GetPublishOutcomeResponse
-	(*GetServerStatusRequest)(nil),    // 21: ringcast.v1.GetServerStatusRequest
-	(*GetServerStatusResponse)(nil),   // 22: ringcast.v1.GetServerStatusResponse
-	(*timestamppb.Timestamp)(nil),     // 23: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),           // 24: google.protobuf.Struct
-	(*durationpb.Duration)(nil),       // 25: google.protobuf.Duration
+	(*StoreLimits)(nil),               // 15: ringcast.v1.StoreLimits
+	(*PublishRequest)(nil),            // 16: ringcast.v1.PublishRequest
+	(*PublishResponse)(nil),           // 17: ringcast.v1.PublishResponse
+	(*PublishBatchRequest)(nil),       // 18: ringcast.v1.PublishBatchRequest
+	(*PublishBatchResponse)(nil),      // 19: ringcast.v1.PublishBatchResponse
+	(*GetPublishOutcomeRequest)(nil),  // 20: ringcast.v1.GetPublishOutcomeRequest
+	(*GetPublishOutcomeResponse)(nil), // 21: ringcast.v1.GetPublishOutcomeResponse
+	(*GetServerStatusRequest)(nil),    // 22: ringcast.v1.GetServerStatusRequest
+	(*GetServerStatusResponse)(nil),   // 23: ringcast.v1.GetServerStatusResponse
+	(*timestamppb.Timestamp)(nil),     // 24: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),           // 25: google.protobuf.Struct
+	(*durationpb.Duration)(nil),       // 26: google.protobuf.Duration
 }
 var file_ringcast_v1_ringcast_proto_depIdxs = []int32{
 	0,  // 0: ringcast.v1.SubscribeEventsRequest.snapshot:type_name -> ringcast.v1.Snapshot
 	1,  // 1: ringcast.v1.SubscribeEventsRequest.on_unservable:type_name -> ringcast.v1.OnUnservable
-	23, // 2: ringcast.v1.SubscribeEventsRequest.since_time:type_name -> google.protobuf.Timestamp
-	23, // 3: ringcast.v1.SubscribeEventsResponse.event_time:type_name -> google.protobuf.Timestamp
+	24, // 2: ringcast.v1.SubscribeEventsRequest.since_time:type_name -> google.protobuf.Timestamp
+	24, // 3: ringcast.v1.SubscribeEventsResponse.event_time:type_name -> google.protobuf.Timestamp
 	13, // 4: ringcast.v1.SubscribeEventsResponse.server_status:type_name -> ringcast.v1.ServerStatus
 	6,  // 5: ringcast.v1.SubscribeEventsResponse.commit:type_name -> ringcast.v1.Commit
 	8,  // 6: ringcast.v1.SubscribeEventsResponse.progress:type_name -> ringcast.v1.Progress
@@ -1968,38 +2052,40 @@ var file_ringcast_v1_ringcast_proto_depIdxs = []int32{
 	12, // 9: ringcast.v1.SubscribeEventsResponse.gap:type_name -> ringcast.v1.Gap
 	11, // 10: ringcast.v1.SubscribeEventsResponse.resync_required:type_name -> ringcast.v1.ResyncRequired
 	7,  // 11: ringcast.v1.Commit.facts:type_name -> ringcast.v1.Fact
-	24, // 12: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
-	25, // 13: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
+	25, // 12: ringcast.v1.Fact.data:type_name -> google.protobuf.Struct
+	26, // 13: ringcast.v1.CaughtUp.heartbeat_interval:type_name -> google.protobuf.Duration
 	2,  // 14: ringcast.v1.ResyncRequired.reason:type_name -> ringcast.v1.Reason
 	2,  // 15: ringcast.v1.Gap.reason:type_name -> ringcast.v1.Reason
-	23, // 16: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
+	24, // 16: ringcast.v1.ServerStatus.boot_time:type_name -> google.protobuf.Timestamp
 	3,  // 17: ringcast.v1.ServerStatus.state:type_name -> ringcast.v1.ServerState
 	14, // 18: ringcast.v1.ServerStatus.limits:type_name -> ringcast.v1.Limits
-	25, // 19: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
-	25, // 20: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
-	25, // 21: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
-	7,  // 22: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
-	23, // 23: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
-	15, // 24: ringcast.v1.PublishBatchRequest.commits:type_name -> ringcast.v1.PublishRequest
-	16, // 25: ringcast.v1.PublishBatchResponse.receipts:type_name -> ringcast.v1.PublishResponse
-	16, // 26: ringcast.v1.GetPublishOutcomeResponse.receipt:type_name -> ringcast.v1.PublishResponse
-	23, // 27: ringcast.v1.GetPublishOutcomeResponse.remembered_since:type_name -> google.protobuf.Timestamp
-	13, // 28: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
-	4,  // 29: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
-	15, // 30: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
-	17, // 31: ringcast.v1.EventService.PublishBatch:input_type -> ringcast.v1.PublishBatchRequest
-	21, // 32: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
-	19, // 33: ringcast.v1.EventService.GetPublishOutcome:input_type -> ringcast.v1.GetPublishOutcomeRequest
-	5,  // 34: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
-	16, // 35: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
-	18, // 36: ringcast.v1.EventService.PublishBatch:output_type -> ringcast.v1.PublishBatchResponse
-	22, // 37: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
-	20, // 38: ringcast.v1.EventService.GetPublishOutcome:output_type -> ringcast.v1.GetPublishOutcomeResponse
-	34, // [34:39] is the sub-list for method output_type
-	29, // [29:34] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	26, // 19: ringcast.v1.Limits.heartbeat_interval:type_name -> google.protobuf.Duration
+	26, // 20: ringcast.v1.Limits.lease:type_name -> google.protobuf.Duration
+	26, // 21: ringcast.v1.Limits.dedupe_window:type_name -> google.protobuf.Duration
+	15, // 22: ringcast.v1.Limits.store:type_name -> ringcast.v1.StoreLimits
+	26, // 23: ringcast.v1.StoreLimits.max_age:type_name -> google.protobuf.Duration
+	7,  // 24: ringcast.v1.PublishRequest.facts:type_name -> ringcast.v1.Fact
+	24, // 25: ringcast.v1.PublishResponse.event_time:type_name -> google.protobuf.Timestamp
+	16, // 26: ringcast.v1.PublishBatchRequest.commits:type_name -> ringcast.v1.PublishRequest
+	17, // 27: ringcast.v1.PublishBatchResponse.receipts:type_name -> ringcast.v1.PublishResponse
+	17, // 28: ringcast.v1.GetPublishOutcomeResponse.receipt:type_name -> ringcast.v1.PublishResponse
+	24, // 29: ringcast.v1.GetPublishOutcomeResponse.remembered_since:type_name -> google.protobuf.Timestamp
+	13, // 30: ringcast.v1.GetServerStatusResponse.status:type_name -> ringcast.v1.ServerStatus
+	4,  // 31: ringcast.v1.EventService.SubscribeEvents:input_type -> ringcast.v1.SubscribeEventsRequest
+	16, // 32: ringcast.v1.EventService.Publish:input_type -> ringcast.v1.PublishRequest
+	18, // 33: ringcast.v1.EventService.PublishBatch:input_type -> ringcast.v1.PublishBatchRequest
+	22, // 34: ringcast.v1.EventService.GetServerStatus:input_type -> ringcast.v1.GetServerStatusRequest
+	20, // 35: ringcast.v1.EventService.GetPublishOutcome:input_type -> ringcast.v1.GetPublishOutcomeRequest
+	5,  // 36: ringcast.v1.EventService.SubscribeEvents:output_type -> ringcast.v1.SubscribeEventsResponse
+	17, // 37: ringcast.v1.EventService.Publish:output_type -> ringcast.v1.PublishResponse
+	19, // 38: ringcast.v1.EventService.PublishBatch:output_type -> ringcast.v1.PublishBatchResponse
+	23, // 39: ringcast.v1.EventService.GetServerStatus:output_type -> ringcast.v1.GetServerStatusResponse
+	21, // 40: ringcast.v1.EventService.GetPublishOutcome:output_type -> ringcast.v1.GetPublishOutcomeResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_ringcast_v1_ringcast_proto_init() }
@@ -2026,7 +2112,7 @@ func file_ringcast_v1_ringcast_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ringcast_v1_ringcast_proto_rawDesc), len(file_ringcast_v1_ringcast_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

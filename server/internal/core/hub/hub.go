@@ -218,6 +218,9 @@ type Hub struct {
 	epoch uint64 // random, non-zero, fixed for the hub's life; the Log's
 	boot  time.Time
 	log   Log // nil: memory store
+	// store is the durable Log's retention (StoreLimits), reported in
+	// ServerStatus; nil with the memory store or a Log that reports none.
+	store *StoreLimits
 
 	mu sync.RWMutex
 	// Guarded by mu.
@@ -372,6 +375,7 @@ func (h *Hub) statusLocked() *ringcastv1.ServerStatus {
 			MaxDataDepth:      uint32(h.cfg.MaxDataDepth),
 			MaxRingBytes:      uint64(h.cfg.MaxRingBytes),
 			MaxStateBytes:     uint64(h.cfg.MaxStateBytes),
+			Store:             h.store.proto(),
 		},
 	}
 }

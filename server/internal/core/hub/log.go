@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
@@ -55,6 +57,28 @@ type Log interface {
 	// its oldest retained commit is at or after t and its seq is above 1
 	// (or it retains none and its last commit was at or after t).
 	SeqAtTime(ctx context.Context, t time.Time) (uint64, error)
+}
+
+// StoreLimits is a durable Log's retention: past any of its limits the
+// Log discards its oldest commits (0: no bound). A Log that has limits
+// reports them with a StoreLimits method; the hub shows them in
+// ServerStatus (Limits.store).
+type StoreLimits struct {
+	MaxBytes   int64
+	MaxAge     time.Duration
+	MaxCommits int64
+}
+
+// proto is l as ServerStatus carries it; nil for nil.
+func (l *StoreLimits) proto() *ringcastv1.StoreLimits {
+	if l == nil {
+		return nil
+	}
+	p := &ringcastv1.StoreLimits{MaxBytes: uint64(max(l.MaxBytes, 0)), MaxCommits: uint64(max(l.MaxCommits, 0))}
+	if l.MaxAge > 0 {
+		p.MaxAge = durationpb.New(l.MaxAge)
+	}
+	return p
 }
 
 // ErrLogReplaced is wrapped by the error of a Log's Range or Follow, or of

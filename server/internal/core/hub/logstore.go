@@ -31,6 +31,11 @@ func (h *Hub) startLog(ctx context.Context) error {
 		// The Log deduplicates: ServerStatus reports its window.
 		h.cfg.DedupeWindow = w.DedupeWindow()
 	}
+	if s, ok := h.log.(interface{ StoreLimits() StoreLimits }); ok {
+		// The Log's retention: ServerStatus reports it.
+		l := s.StoreLimits()
+		h.store = &l
+	}
 	rctx, cancel := context.WithTimeout(ctx, startTimeout)
 	first, last, err := h.log.Range(rctx)
 	cancel()

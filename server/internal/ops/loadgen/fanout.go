@@ -23,14 +23,20 @@ type FanoutResult struct {
 	DurationS   float64 `json:"duration_s"`
 	Interrupted bool    `json:"interrupted,omitempty"`
 
-	Commits        int64   `json:"commits"`
-	CommitsPerS    float64 `json:"commits_per_s"`
-	PublishErrors  int64   `json:"publish_errors"`
+	Commits       int64   `json:"commits"`
+	CommitsPerS   float64 `json:"commits_per_s"`
+	PublishErrors int64   `json:"publish_errors"`
+	// Deliveries counts the run's own commits received by the streams
+	// (those whose topic has the run's prefix, "load/<run>/").
 	Deliveries     int64   `json:"deliveries"`
 	DeliveriesPerS float64 `json:"deliveries_per_s"`
 	// DeliveredRatio is deliveries / (commits × subscribers) over the
 	// window; near 1 when the streams keep up.
 	DeliveredRatio float64 `json:"delivered_ratio"`
+	// OtherDeliveries counts commits of other publishers (the demo feed,
+	// another run) received over the window: checked for gaps, counted
+	// in neither deliveries nor latency.
+	OtherDeliveries int64 `json:"other_deliveries,omitempty"`
 
 	GapViolations int64 `json:"gap_violations"`
 	// Errors counts streams that failed or ended, resyncs and gaps, and
@@ -85,7 +91,7 @@ func runFanout(ctx context.Context, cfg Config, stderr io.Writer) (*FanoutResult
 	if maxLead >= uint64(st.Window) {
 		return nil, fmt.Errorf("--max-lead %d must be below the server's window (%d), or streams are cut for lagging", maxLead, st.Window)
 	}
-	r := &loadRun{cfg: cfg, epoch: st.InstanceEpoch}
+	r := &loadRun{cfg: cfg, epoch: st.InstanceEpoch, prefix: ownTopicPrefix()}
 	r.head.Store(st.HeadSeq)
 	r.slowest.Store(st.HeadSeq)
 
@@ -130,12 +136,12 @@ func runFanout(ctx context.Context, cfg Config, stderr io.Writer) (*FanoutResult
 		return nil, err
 	}
 	toolCPU0, toolOK := ownCPUSeconds()
-	d0, c0, t0 := r.deliveries(), r.published.Load(), time.Now()
+	d0, c0, o0, t0 := r.deliveries(), r.published.Load(), r.otherCommits(), time.Now()
 	r.measuring.Store(true)
 	fmt.Fprintf(stderr, "load: measuring for %v\n", cfg.Duration)
 	interrupted = !sleepCtx(ctx, cfg.Duration)
 	r.measuring.Store(false)
-	d1, c1, t1 := r.deliveries(), r.published.Load(), time.Now()
+	d1, c1, o1, t1 := r.deliveries(), r.published.Load(), r.otherCommits(), time.Now()
 	toolCPU1, _ := ownCPUSeconds()
 	after, err := scrape(context.WithoutCancel(ctx))
 	if err != nil {
@@ -172,7 +178,7 @@ func runFanout(ctx context.Context, cfg Config, stderr io.Writer) (*FanoutResult
 		RateTarget: cfg.Rate, MaxLead: maxLead, WarmupS: cfg.Warmup.Seconds(), DurationS: round(secs, 3),
 		Interrupted: interrupted,
 		Commits:     commits, CommitsPerS: round(float64(commits)/secs, 1), PublishErrors: r.publishErrs.Load(),
-		Deliveries: deliveries, DeliveriesPerS: round(float64(deliveries)/secs, 0),
+		Deliveries: deliveries, DeliveriesPerS: round(float64(deliveries)/secs, 0), OtherDeliveries: o1 - o0,
 		GapViolations: r.gaps(), Errors: r.errors(), FirstError: r.firstErr, BehindAtEnd: behind,
 		ServerAfter: after,
 	}

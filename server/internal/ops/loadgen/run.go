@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +23,8 @@ import (
 // loadSub is one subscribing stream's state. Counters are written by the
 // stream's goroutine and read by the others.
 type loadSub struct {
-	commits atomic.Int64  // commits received
+	commits atomic.Int64  // this run's commits received
+	others  atomic.Int64  // other commits received (another publisher's, the demo feed's)
 	lastSeq atomic.Uint64 // last positioned seq received
 	gaps    atomic.Int64  // positioned seqs that were not last+1
 	done    atomic.Bool   // the stream has ended
@@ -33,6 +36,7 @@ type loadSub struct {
 type loadRun struct {
 	cfg       Config
 	epoch     uint64
+	prefix    string // the topic prefix of this run's facts (see ownTopicPrefix)
 	measuring atomic.Bool
 	subs      []*loadSub
 
@@ -202,6 +206,10 @@ func (r *loadRun) subscribe(ctx context.Context, s *loadSub, rpc ringcastv1conne
 		}
 		switch ev := m.Event.(type) {
 		case *ringcastv1.SubscribeEventsResponse_Commit:
+			if !r.own(ev.Commit) {
+				s.others.Add(1)
+				break
+			}
 			s.commits.Add(1)
 			if r.measuring.Load() && m.EventTime != nil {
 				s.lat.add(time.Since(m.EventTime.AsTime()))
@@ -258,6 +266,7 @@ func (r *loadRun) publish(ctx context.Context, id int, rpc ringcastv1connect.Eve
 	}
 	next := time.Now().Add(interval * time.Duration(id) / time.Duration(r.cfg.Publishers))
 	key := fmt.Sprintf("p%d", id)
+	topic := r.prefix + key
 	var n uint64
 	for ctx.Err() == nil {
 		for r.tooFarAhead(maxLead) {
@@ -283,7 +292,7 @@ func (r *loadRun) publish(ctx context.Context, id int, rpc ringcastv1connect.Eve
 		n++
 		payload := binary.BigEndian.AppendUint64(nil, n)
 		res, err := rpc.Publish(ctx, connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{{
-			Topic: "load/" + key, Type: "load.tick", Key: key,
+			Topic: topic, Type: "load.tick", Key: key,
 			Payload: &ringcastv1.Fact_BinaryData{BinaryData: payload}, ContentType: "application/octet-stream",
 		}}}))
 		if err != nil {
@@ -314,6 +323,30 @@ func (r *loadRun) publish(ctx context.Context, id int, rpc ringcastv1connect.Eve
 func (r *loadRun) tooFarAhead(maxLead uint64) bool {
 	slowest := r.slowest.Load()
 	return slowest != math.MaxUint64 && r.head.Load() >= slowest+maxLead
+}
+
+// ownTopicPrefix is the topic prefix of one run's facts, "load/<run>/",
+// <run> drawn at random: a run counts the commits whose first fact has it
+// and no other, so commits published meanwhile by anyone else (the demo
+// feed, another run) are received, checked for gaps, and not counted as
+// deliveries or timed.
+func ownTopicPrefix() string {
+	return fmt.Sprintf("load/%016x/", rand.Uint64())
+}
+
+// own reports whether a commit is one this run published.
+func (r *loadRun) own(c *ringcastv1.Commit) bool {
+	facts := c.GetFacts()
+	return len(facts) > 0 && strings.HasPrefix(facts[0].GetTopic(), r.prefix)
+}
+
+// otherCommits is how many commits of others the streams received.
+func (r *loadRun) otherCommits() int64 {
+	var n int64
+	for _, s := range r.subs {
+		n += s.others.Load()
+	}
+	return n
 }
 
 func (r *loadRun) deliveries() int64 {

@@ -52,7 +52,9 @@ type Options struct {
 	// DefaultReplicas.
 	Replicas int
 	// MaxBytes, MaxAge and MaxMsgs limit the stream (0: unlimited); the
-	// oldest commits are discarded first.
+	// oldest commits are discarded first. Package app gives the server's
+	// defaults here (settings.NATSMaxBytes, settings.NATSMaxAge): a
+	// stream `ringcast serve` creates is bounded unless told otherwise.
 	MaxBytes int64
 	MaxAge   time.Duration
 	MaxMsgs  int64
@@ -183,6 +185,12 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			st, err = js.Stream(ctx, opts.Stream) // another replica created it first
 		}
+		if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == 10047 && opts.MaxBytes > 0 {
+			// JetStream sets a stream's byte limit aside from its storage
+			// when it creates the stream.
+			return nil, fmt.Errorf("JetStream stream %q: %w: JetStream cannot set aside the stream's byte limit, %d bytes (--nats-max-bytes), from the storage it has; lower --nats-max-bytes, or give JetStream more storage (the embedded store's is 75%% of the disk space free in --data-dir when it starts)",
+				opts.Stream, err, opts.MaxBytes)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("JetStream stream %q: %w", opts.Stream, err)
@@ -249,6 +257,12 @@ func (l *Log) Config() jetstream.StreamConfig { return l.info }
 // DedupeWindow is the stream's duplicate window, within which a key is a
 // duplicate; the hub reports it in ServerStatus limits.
 func (l *Log) DedupeWindow() time.Duration { return l.info.Duplicates }
+
+// StoreLimits is the stream's limits as JetStream reported them at Open
+// (0: no bound); the hub reports them in ServerStatus limits.
+func (l *Log) StoreLimits() hub.StoreLimits {
+	return hub.StoreLimits{MaxBytes: max(l.info.MaxBytes, 0), MaxAge: l.info.MaxAge, MaxCommits: max(l.info.MaxMsgs, 0)}
+}
 
 // Info is the stream's current information (state, cluster, config).
 func (l *Log) Info(ctx context.Context) (*jetstream.StreamInfo, error) {

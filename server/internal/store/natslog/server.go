@@ -89,7 +89,7 @@ func Connect(urls []string, creds string, logger *slog.Logger) (*nats.Conn, erro
 		nats.ReconnectBufSize(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.Timeout(5 * time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { logger.Warn("NATS connection lost", "err", err) }),
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) { logDisconnect(logger, c, err) }),
 		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
 	}
 	if creds != "" {
@@ -106,6 +106,17 @@ func Connect(urls []string, creds string, logger *slog.Logger) (*nats.Conn, erro
 		return nil, fmt.Errorf("connect to NATS: %w", err)
 	}
 	return nc, nil
+}
+
+// logDisconnect logs the loss of the connection to NATS at Warn, but a
+// close ringcast made itself (the connection closed, no error) at Debug:
+// a clean stop is not a lost connection.
+func logDisconnect(logger *slog.Logger, c *nats.Conn, err error) {
+	if err == nil && c.IsClosed() {
+		logger.Debug("NATS connection closed")
+		return
+	}
+	logger.Warn("NATS connection lost", "err", err)
 }
 
 // checkCreds reads a credentials file as the NATS client will when it
