@@ -20,25 +20,7 @@ func TestPublishBatchOnAnR3Stream(t *testing.T) {
 	servers, _ := cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	conn := func(i int, opts natslog.Options) *natslog.Log {
-		nc, err := natslog.Connect([]string{servers[i].ClientURL()}, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		for {
-			// The cluster elects its meta leader first; until then
-			// creating the stream fails.
-			l, err := natslog.Open(ctx, nc, opts)
-			if err == nil {
-				return l
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("open R3 stream: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
+	conn := func(i int, opts natslog.Options) *natslog.Log { return openOn(ctx, t, servers[i], opts) }
 	// Nothing here waits for a timeout: a generous one keeps a busy
 	// machine's slow replication (600 messages, three replicas) from
 	// failing the test.

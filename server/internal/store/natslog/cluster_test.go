@@ -56,6 +56,28 @@ func cluster(t testing.TB) ([]*server.Server, string) {
 	return c.servers, c.urls
 }
 
+// openOn opens the Log through a connection to one server of a cluster
+// (cluster), retrying until the cluster has elected its meta leader:
+// until then creating the stream fails.
+func openOn(ctx context.Context, t testing.TB, s *server.Server, opts natslog.Options) *natslog.Log {
+	t.Helper()
+	nc, err := natslog.Connect([]string{s.ClientURL()}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	for {
+		l, err := natslog.Open(ctx, nc, opts)
+		if err == nil {
+			return l
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("open R3 stream: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // newCluster starts three in-process nats-servers forming a JetStream
 // cluster.
 func newCluster(t testing.TB) *testCluster {

@@ -19,23 +19,7 @@ func TestPublishOutcomeOnAnR3Stream(t *testing.T) {
 	servers, _ := cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	conn := func(i int, opts natslog.Options) *natslog.Log {
-		nc, err := natslog.Connect([]string{servers[i].ClientURL()}, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		for {
-			l, err := natslog.Open(ctx, nc, opts) // fails until the meta leader is elected
-			if err == nil {
-				return l
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("open R3 stream: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
+	conn := func(i int, opts natslog.Options) *natslog.Log { return openOn(ctx, t, servers[i], opts) }
 	r3 := natslog.Options{Replicas: 3, Timeout: 30 * time.Second}
 	a, b := newHub(t, conn(0, r3), 16), newHub(t, conn(1, r3), 16)
 	ra := publish(t, a, "on-a", fact("g/a", "", 1), fact("g/b", "", 2))
