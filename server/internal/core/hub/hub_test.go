@@ -242,7 +242,8 @@ func TestLappedSubscriberGetsLaggingWithNoGapBeforeIt(t *testing.T) {
 type flushCounter struct {
 	mu      sync.Mutex
 	flushes int
-	commits int
+	sent    int           // commits sent since the last flush
+	commits int           // commits flushed
 	got     chan struct{} // receives after each flush
 }
 
@@ -250,7 +251,7 @@ func (f *flushCounter) Send(m *ringcastv1.SubscribeEventsResponse) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if m.GetCommit() != nil {
-		f.commits++
+		f.sent++
 	}
 	return nil
 }
@@ -258,12 +259,29 @@ func (f *flushCounter) Send(m *ringcastv1.SubscribeEventsResponse) error {
 func (f *flushCounter) Flush() error {
 	f.mu.Lock()
 	f.flushes++
+	f.commits += f.sent
+	f.sent = 0
 	f.mu.Unlock()
 	select {
 	case f.got <- struct{}{}:
 	default:
 	}
 	return nil
+}
+
+// waitCommits waits until the sink has flushed n commits.
+func (f *flushCounter) waitCommits(t *testing.T, n int) {
+	t.Helper()
+	for {
+		if _, commits := f.counts(); commits >= n {
+			return
+		}
+		select {
+		case <-f.got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("commit %d not delivered", n) // a hang guard, not a timing assertion
+		}
+	}
 }
 
 func (f *flushCounter) flushesSince(before int) int {
@@ -297,17 +315,23 @@ func (s *blockingSink) Send(m *ringcastv1.SubscribeEventsResponse) error {
 
 // TestCoalescedWakeUpDeliversCloseCommitsInOneWrite: while writes back up
 // (one stream's write is stuck in flight), commits published within the
-// window reach a waiting subscriber as one batch (one flush), and none is
+// window reach a waiting subscriber as one batch (one write), and none is
 // lost; without a window each is written as it comes. The first commit
 // found every stream idle and was written at once.
+//
+// The test waits for each delivery it counts on rather than for time: the
+// first commit's write before the next publishes, and in the control each
+// commit's write before the next publish. The coalesced case holds only
+// while its four publishes take less than the window (2 s).
 func TestCoalescedWakeUpDeliversCloseCommitsInOneWrite(t *testing.T) {
 	for _, tc := range []struct {
-		coalesce             time.Duration
-		minFlushes, maxFlush int
-		description          string
+		coalesce    time.Duration
+		waitEach    bool // wait for each commit's write before the next publish
+		writes      int  // for the five commits
+		description string
 	}{
-		{time.Second, 2, 2, "coalesced"},
-		{0, 2, 5, "immediate"}, // the control: without the window, writes follow publishes
+		{2 * time.Second, false, 2, "coalesced"},
+		{0, true, 5, "immediate"}, // the control: without the window, writes follow publishes
 	} {
 		t.Run(tc.description, func(t *testing.T) {
 			h := newHub(t, hub.Config{Coalesce: tc.coalesce, Heartbeat: time.Hour})
@@ -323,23 +347,20 @@ func TestCoalescedWakeUpDeliversCloseCommitsInOneWrite(t *testing.T) {
 			before, _ := fc.counts()
 			mustPublish(t, h, fact("a/b", "", 0))
 			<-stuck.entered // the other stream is now inside a write
+			fc.waitCommits(t, 1)
 			for i := 1; i < 5; i++ {
-				time.Sleep(5 * time.Millisecond) // spaced publishes, well inside the window
+				if !tc.waitEach {
+					time.Sleep(5 * time.Millisecond) // spaced publishes, well inside the window
+				}
 				mustPublish(t, h, fact("a/b", "", i))
-			}
-			for {
-				if _, commits := fc.counts(); commits == 5 {
-					break
-				}
-				select {
-				case <-fc.got:
-				case <-time.After(10 * time.Second):
-					t.Fatal("commits not delivered")
+				if tc.waitEach {
+					fc.waitCommits(t, i+1)
 				}
 			}
+			fc.waitCommits(t, 5)
 			close(stuck.release)
-			if n := fc.flushesSince(before); n < tc.minFlushes || n > tc.maxFlush {
-				t.Fatalf("%d writes for 5 commits published 5 ms apart, want %d..%d", n, tc.minFlushes, tc.maxFlush)
+			if n := fc.flushesSince(before); n != tc.writes {
+				t.Fatalf("%d writes for 5 commits, want %d", n, tc.writes)
 			}
 		})
 	}
@@ -357,16 +378,7 @@ func TestCommitFindingStreamsIdleIsNotHeld(t *testing.T) {
 	go func() { done <- h.Subscribe(ctx, hub.Request{SinceSeq: 1, Epoch: h.Epoch()}, fc) }()
 	<-fc.got // CaughtUp flushed: the stream is live
 	mustPublish(t, h, fact("a/b", "", 0))
-	for {
-		if _, commits := fc.counts(); commits == 1 {
-			break
-		}
-		select {
-		case <-fc.got:
-		case <-time.After(10 * time.Second): // a hang guard, not a timing assertion
-			t.Fatal("the commit was held: not delivered")
-		}
-	}
+	fc.waitCommits(t, 1) // held, it would not arrive within the hang guard
 	cancel()
 	<-done
 }
