@@ -71,6 +71,28 @@ type consumer struct {
 	mu       sync.Mutex
 	at       struct{ epoch, seq uint64 } // the last commit it was given whole
 	restarts int
+	opened   int // streams whose first response arrived (StateOpen)
+	okEnds   int // streams the server ended with OK (a lease or a drain)
+}
+
+// connectionEvent counts ev, one step of cs's connection lifecycle.
+func (cs *consumer) connectionEvent(ev ringcast.ConnectionEvent) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	switch {
+	case ev.State == ringcast.StateOpen:
+		cs.opened++
+	case ev.State == ringcast.StateReconnecting && ev.Err == nil && !ev.Resync:
+		cs.okEnds++
+	}
+}
+
+// streams returns how many streams cs opened, and how many of them the
+// server ended with OK.
+func (cs *consumer) streams() (opened, okEnds int) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.opened, cs.okEnds
 }
 
 // newRun starts a server with args behind a proxy. Its consumers speak p,
@@ -236,7 +258,7 @@ func (r *run) consumer(ctx context.Context, cs *consumer, rng *rand.Rand, restar
 			limit = 1 + rng.IntN(restartWithin)
 		}
 		facts := 0
-		sub := c.Subscribe(ringcast.WithCursor(cur))
+		sub := c.Subscribe(ringcast.WithCursor(cur), ringcast.WithConnectionEvents(cs.connectionEvent))
 		for it, err := range sub.Items(ctx) {
 			if err != nil {
 				if ctx.Err() == nil {
