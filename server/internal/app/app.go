@@ -462,10 +462,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.Hub.Close()
 		_ = srv.Close()
 		s.events.Close()
-		// Their writes now fail at once: they end promptly.
+		// Their writes now fail at once: they end promptly. Serve returns
+		// once every stream has ended — a parked one after its End, one on
+		// a handler's goroutine (which srv.Close does not wait for) once
+		// counted out — or after a second grace period.
 		waitCtx, cancelWait := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 		defer cancelWait()
-		_ = s.events.Wait(waitCtx)
+		if s.events.Wait(waitCtx) == nil && s.Hub.WaitStreams(waitCtx) != nil {
+			s.cfg.Logger.Warn("streams still open after a second grace period", "streams", s.Hub.Subscribers())
+		}
 	}
 	s.Hub.Close()
 	if msrv != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -83,35 +84,57 @@ func waitLine(t *testing.T, ch <-chan string, want string) {
 	}
 }
 
-// TestShutdownWaitsForParkedStreams: the HTTP server no longer sees a
-// parked SSE stream, yet Serve does not return while one is still
-// writing: here its client stopped reading, so the stream is stuck in a
-// write until the grace period ends and its connection is closed.
-func TestShutdownWaitsForParkedStreams(t *testing.T) {
-	cfg := ringtest.Config()
-	cfg.ParkSSE = true
-	cfg.Window = 4096
-	cfg.WriteTimeout = time.Hour // only the end of the grace period ends the stream
-	cfg.ShutdownGrace = time.Second
-	s, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
-	defer cancel()
+// TestShutdownWaitsForStuckStreams: Serve does not return while a stream
+// is still writing, parked or not, on either face: here its client stopped
+// reading, so the stream is stuck in a write until the grace period ends
+// and its connection is closed. A parked stream is one the HTTP server no
+// longer sees; one on its handler's goroutine is one the HTTP server's
+// Close does not wait for.
+func TestShutdownWaitsForStuckStreams(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		park bool
+		open func(t *testing.T, s *app.Server, addr string)
+	}{
+		{"sse parked", true, func(t *testing.T, s *app.Server, addr string) {
+			ringtest.OpenStuckSSE(t, addr)
+			ringtest.WaitParked(t, s.Hub, 1)
+		}},
+		{"sse on its goroutine", false, func(t *testing.T, s *app.Server, addr string) {
+			ringtest.OpenStuckSSE(t, addr)
+			ringtest.WaitStreamGoroutines(t, 1)
+		}},
+		{"connect", false, func(t *testing.T, s *app.Server, addr string) {
+			c, _ := subscribeRaw(t, addr) // read up to its first message, then no more
+			t.Cleanup(func() { c.Close() })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ringtest.Config()
+			cfg.ParkSSE = tc.park
+			cfg.Window = 4096
+			cfg.WriteTimeout = time.Hour // only the end of the grace period ends the stream
+			cfg.ShutdownGrace = time.Second
+			s, addr, cancel, done := ringtest.ServeLoopback(t, cfg)
+			defer cancel()
 
-	ringtest.OpenStuckSSE(t, addr)
-	ringtest.WaitStreamGoroutines(t, 0) // parked
-	for range 200 {                     // 12 MiB, more than the client's and server's buffers hold
-		if _, err := s.Hub.Publish([]*ringcastv1.Fact{ringtest.BigFact()}, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
+			tc.open(t, s, addr)
+			for range 400 { // 24 MiB, more than the client's and server's buffers hold
+				if _, err := s.Hub.Publish([]*ringcastv1.Fact{ringtest.BigFact()}, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
 
-	cancel()
-	if err := ringtest.Wait(t, done, time.Minute, "shutdown"); err != nil {
-		t.Fatalf("Serve: %v", err)
-	}
-	// Serve returned once the stream had ended (its connection closed at
-	// the end of the grace period), not when the HTTP server had no more
-	// requests.
-	if n := s.Hub.Subscribers(); n != 0 {
-		t.Fatalf("Serve returned with %d streams still open", n)
+			cancel()
+			if err := ringtest.Wait(t, done, time.Minute, "shutdown"); err != nil {
+				t.Fatalf("Serve: %v", err)
+			}
+			// Serve returned once the stream had ended (its connection
+			// closed at the end of the grace period), not when the HTTP
+			// server had no more requests.
+			if n := s.Hub.Subscribers(); n != 0 {
+				t.Fatalf("Serve returned with %d streams still open", n)
+			}
+		})
 	}
 }

@@ -247,6 +247,10 @@ type Hub struct {
 	closeOnce   sync.Once
 	notifierWG  sync.WaitGroup
 	subscribers atomic.Int64
+	// noStreams is closed when subscribers falls to zero, for a
+	// WaitStreams waiting (nil: none waits); guarded by noStreamsMu.
+	noStreamsMu sync.Mutex
+	noStreams   chan struct{}
 	writing     atomic.Int64       // streams inside a batch write (the notifier's overload signal)
 	stopFollow  context.CancelFunc // nil: memory store
 	failed      chan error         // see Failed
@@ -309,6 +313,41 @@ func (h *Hub) Window() int { return h.cfg.Window }
 
 // Subscribers is the number of open streams.
 func (h *Hub) Subscribers() int64 { return h.subscribers.Load() }
+
+// WaitStreams waits until no stream is open (each counted out as its
+// Subscribe returns, or before its Parker's End), or until ctx is done.
+// After Close no stream can start, so this is the end of every stream.
+func (h *Hub) WaitStreams(ctx context.Context) error {
+	h.noStreamsMu.Lock()
+	if h.subscribers.Load() == 0 {
+		h.noStreamsMu.Unlock()
+		return nil
+	}
+	if h.noStreams == nil {
+		h.noStreams = make(chan struct{})
+	}
+	none := h.noStreams
+	h.noStreamsMu.Unlock()
+	select {
+	case <-none:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// streamEnded counts a stream out, and wakes WaitStreams at zero.
+func (h *Hub) streamEnded() {
+	if h.subscribers.Add(-1) != 0 {
+		return
+	}
+	h.noStreamsMu.Lock()
+	defer h.noStreamsMu.Unlock()
+	if h.noStreams != nil {
+		close(h.noStreams)
+		h.noStreams = nil
+	}
+}
 
 // Bounds returns the oldest and head seq: the servable range. With a Log,
 // oldest is the Log's first seq (as last learnt, see refreshRange).

@@ -438,3 +438,33 @@ func TestFilteredStreamGetsProgressWhileUnrelatedCommitsFlow(t *testing.T) {
 type sinkFunc func(*ringcastv1.SubscribeEventsResponse) error
 
 func (f sinkFunc) Send(r *ringcastv1.SubscribeEventsResponse) error { return f(r) }
+
+// TestWaitStreamsReturnsOnceEveryStreamEnded: WaitStreams returns at once
+// with no stream open, waits while one is, returns once it has ended, and
+// returns its context's error when that ends first.
+func TestWaitStreamsReturnsOnceEveryStreamEnded(t *testing.T) {
+	h := newHub(t, hub.Config{Heartbeat: time.Hour})
+	if err := h.WaitStreams(context.Background()); err != nil {
+		t.Fatalf("no stream open: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := &recorder{gate: make(chan struct{})} // stuck in its first send
+	ended := make(chan error, 1)
+	go func() { ended <- h.Subscribe(ctx, hub.Request{}, rec) }()
+	for h.Subscribers() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	expired, stop := context.WithCancel(context.Background())
+	stop()
+	if err := h.WaitStreams(expired); err != context.Canceled {
+		t.Fatalf("a stream open, the wait's context done: %v, want context.Canceled", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- h.WaitStreams(context.Background()) }()
+	cancel()
+	close(rec.gate)
+	<-ended
+	if err := <-waited; err != nil || h.Subscribers() != 0 {
+		t.Fatalf("after the stream ended: %v with %d streams", err, h.Subscribers())
+	}
+}

@@ -141,6 +141,14 @@ func (s *stream) resume() {
 	s.parker.End(err)
 }
 
+// Parked is the number of streams waiting without a goroutine (on the
+// parked list): not counting parked streams a worker is running.
+func (h *Hub) Parked() int {
+	h.parkMu.Lock()
+	defer h.parkMu.Unlock()
+	return len(h.parked)
+}
+
 // unlist takes an ended stream off the parked list, which would otherwise
 // hold it until the next wake-up.
 func (s *stream) unlist() {

@@ -142,7 +142,7 @@ type stream struct {
 
 // ended counts the stream out.
 func (s *stream) ended() {
-	s.h.subscribers.Add(-1)
+	s.h.streamEnded()
 	s.h.cfg.Observer.StreamEnded(s.req.Face)
 }
 

@@ -236,6 +236,18 @@ func StreamGoroutines() int {
 	return strings.Count(string(buf), "hub.(*stream).run(") + strings.Count(string(buf), "hub.(*stream).resume(")
 }
 
+// WaitParked waits until n of h's streams wait parked (hub.Hub.Parked).
+func WaitParked(t testing.TB, h *hub.Hub, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // a hang guard only
+	for h.Parked() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams parked, want %d", h.Parked(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // WaitStreamGoroutines waits until StreamGoroutines is n.
 func WaitStreamGoroutines(t testing.TB, n int) {
 	t.Helper()
