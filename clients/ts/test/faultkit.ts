@@ -429,15 +429,7 @@ export class Run {
         const code = await this.srv.drain();
         if (code !== 0) this.errors.push(`ringcast serve after SIGTERM: exit code ${code}`);
       }
-      for (let attempt = 0; ; attempt++) {
-        try {
-          this.srv = await startServer(this.flags, this.srv.port);
-          break;
-        } catch (e) {
-          if (attempt >= 50) throw e; // the old process's port may take a moment to free
-          await sleep(20);
-        }
-      }
+      this.srv = await startServer(this.flags, this.srv.port); // waits while the port is still in use
     } finally {
       this.#paused = undefined;
       resume();

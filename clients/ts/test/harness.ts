@@ -95,8 +95,28 @@ export interface Server {
   drain(): Promise<number | null>;
 }
 
-/** startServer runs `ringcast serve --addr 127.0.0.1:<port>` with extra flags. */
+/**
+ * startServer runs `ringcast serve --addr 127.0.0.1:<port>` with extra flags
+ * (port 0: one of its own). A given port is one a server ran on before, and
+ * may still be in use (by the old process, or by a connection that took it
+ * meanwhile): while the process exits saying so, it starts it again, every
+ * 150 ms for up to 15 s.
+ */
 export async function startServer(flags: string[] = [], port = 0): Promise<Server> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      return await spawnServer(flags, port);
+    } catch (err) {
+      if (port === 0 || !String(err).includes("address already in use")) throw err;
+      if (Date.now() > deadline) throw new Error(`port ${port} is still in use after 15 s: ${String(err)}`);
+      await new Promise((res) => setTimeout(res, 150));
+    }
+  }
+}
+
+/** spawnServer starts the process once and waits until it logs its url. */
+async function spawnServer(flags: string[], port: number): Promise<Server> {
   const bin = serverBinary();
   const child = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, ...flags], { stdio: ["ignore", "ignore", "pipe"] });
   const exited = new Promise<number | null>((res) => child.once("exit", (code) => res(code)));
@@ -154,7 +174,8 @@ function firstLine(child: ChildProcess, re: RegExp): Promise<RegExpExecArray> {
         res(m);
       }
     });
-    child.once("exit", (code) => {
+    // "close", not "exit": only then has all of stderr been read.
+    child.once("close", (code) => {
       clearTimeout(timer);
       rej(new Error(`server exited (${code}) before logging its url:\n${buf}`));
     });

@@ -197,7 +197,7 @@ test("snapshot, caught-up, live; lease ends resume by Last-Event-ID without gap 
 });
 
 test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then live", async () => {
-  const a = await startServer(["--addr", "127.0.0.1:0"]);
+  const a = await startServer();
   const port = new URL(a.url).port;
   const es = new EventSource(`${a.url}/events`);
   let b: Server | undefined;
@@ -208,7 +208,7 @@ test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then liv
     await rec.until("commit 2", () => rec.positioned().includes(2n));
     await a.stop(); // drains: ServerStatus(DRAINING), the stream ends, EventSource retries
 
-    b = await startServer(["--addr", `127.0.0.1:${port}`]);
+    b = await startServer([], Number(port)); // the same URL: EventSource retries it
     await rec.until("gap", () => rec.count("gap") >= 1);
     const gapAt = rec.seen.findIndex((s) => s.type === "gap");
     const before = rec.seen.slice(0, gapAt).filter((s) => positionedTypes.has(s.type));

@@ -21,19 +21,24 @@ import (
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/bind"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
-// natsServer starts a nats-server with JetStream on a loopback port; edit
-// changes its options (nil: none). Its port stays the same across restarts.
+// natsServer starts a nats-server with JetStream on a loopback port: one
+// of its own (port -1), or port, where a server ran before, waiting while
+// it is still in use; edit changes its options (nil: none).
 func natsServer(t *testing.T, dir string, port int, edit func(*server.Options)) *server.Server {
 	t.Helper()
-	opts := &server.Options{ServerName: "solo", Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
-	if edit != nil {
-		edit(opts)
-	}
-	ns, err := natslog.StartServer(opts)
-	if err != nil {
+	var ns *server.Server
+	if err := bind.Again(t, fmt.Sprintf("start nats-server on port %d", port), func() (err error) {
+		opts := &server.Options{ServerName: "solo", Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
+		if edit != nil {
+			edit(opts)
+		}
+		ns, err = bind.NATS(opts)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })

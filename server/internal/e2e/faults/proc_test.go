@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringcast/ringcast/server/internal/testkit/bind"
 )
 
 // binary is the ringcast command built once for the package's tests.
@@ -64,16 +66,14 @@ func startServer(t testing.TB, args ...string) *server {
 
 func (s *server) URL() string { return "http://" + s.addr }
 
+// start starts the process and waits until it serves. On a restart the
+// port may still be in use (by the old process, or by a connection that
+// took it meanwhile): it tries again while it is.
 func (s *server) start() {
 	s.t.Helper()
-	var lastErr error
-	for range 50 { // the old process's port may take a moment to free
-		if lastErr = s.try(); lastErr == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := bind.Again(s.t, "start ringcast serve on "+s.addr, s.try); err != nil {
+		s.t.Fatalf("start ringcast serve: %v", err)
 	}
-	s.t.Fatalf("start ringcast serve: %v", lastErr)
 }
 
 func (s *server) try() error {
@@ -157,7 +157,7 @@ func (s *server) ended() (bool, error, string) {
 // returns the error with its log.
 func (s *server) startRefused() error {
 	s.t.Helper()
-	err := s.try()
+	err := bind.Again(s.t, "start ringcast serve on "+s.addr, s.try)
 	if err == nil {
 		s.t.Fatalf("ringcast serve started; want it to refuse; log:\n%s", s.logs.String())
 	}

@@ -18,27 +18,9 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/bind"
 	"github.com/ringcast/ringcast/server/internal/testkit/history"
 )
-
-// freePorts reserves n loopback ports (closed again before use).
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
-}
 
 // testCluster is three in-process nats-servers forming a JetStream
 // cluster, each restartable on its ports and its store.
@@ -79,53 +61,94 @@ func openOn(ctx context.Context, t testing.TB, s *server.Server, opts natslog.Op
 }
 
 // newCluster starts three in-process nats-servers forming a JetStream
-// cluster.
+// cluster. Each binds a client port of its own; the route ports are
+// reserved beforehand, as every server's routes name all three, and when
+// one was taken meanwhile the cluster starts again on fresh ones.
 func newCluster(t testing.TB) *testCluster {
 	t.Helper()
-	ports := freePorts(t, 6) // three client ports, three route ports
+	for attempt := 1; ; attempt++ {
+		c, err := tryCluster(t)
+		if err == nil {
+			return c
+		}
+		if !bind.InUse(err) || attempt == 3 {
+			t.Fatalf("start a 3-node cluster (attempt %d): %v", attempt, err)
+		}
+	}
+}
+
+// tryCluster starts the three servers on three reserved route ports; on
+// an error it shuts down those it started.
+func tryCluster(t testing.TB) (*testCluster, error) {
+	var routePorts []int
 	var routes []*url.URL
-	for _, p := range ports[3:] {
+	var lns []net.Listener
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		p := ln.Addr().(*net.TCPAddr).Port
+		routePorts = append(routePorts, p)
 		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
 	}
-	c := &testCluster{t: t}
-	var urls []string
-	for i := range 3 {
-		dir := t.TempDir()
-		c.opts = append(c.opts, func() *server.Options {
-			return &server.Options{
-				ServerName: fmt.Sprintf("n%d", i+1),
-				Host:       "127.0.0.1",
-				Port:       ports[i],
-				JetStream:  true,
-				StoreDir:   dir,
-				NoSigs:     true,
-				NoLog:      true,
-				Cluster:    server.ClusterOpts{Name: "ringcast-test", Host: "127.0.0.1", Port: ports[3+i]},
-				Routes:     routes,
-			}
-		})
-		c.servers = append(c.servers, nil)
-		c.start(i)
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+	for _, ln := range lns {
+		ln.Close()
 	}
-	t.Cleanup(func() {
+	c := &testCluster{t: t}
+	shutdown := func() {
 		for _, ns := range c.servers {
 			ns.Shutdown()
 			ns.WaitForShutdown()
 		}
-	})
+	}
+	var urls []string
+	for i := range 3 {
+		dir := t.TempDir()
+		clientPort := -1 // its own, then the same on every restart
+		opts := func() *server.Options {
+			return &server.Options{
+				ServerName: fmt.Sprintf("n%d", i+1),
+				Host:       "127.0.0.1",
+				Port:       clientPort,
+				JetStream:  true,
+				StoreDir:   dir,
+				NoSigs:     true,
+				NoLog:      true,
+				Cluster:    server.ClusterOpts{Name: "ringcast-test", Host: "127.0.0.1", Port: routePorts[i]},
+				Routes:     routes,
+			}
+		}
+		ns, err := bind.NATS(opts())
+		if err != nil {
+			shutdown()
+			return nil, err
+		}
+		clientPort = ns.Addr().(*net.TCPAddr).Port
+		c.opts = append(c.opts, opts)
+		c.servers = append(c.servers, ns)
+		urls = append(urls, ns.ClientURL())
+	}
+	t.Cleanup(shutdown)
 	c.urls = strings.Join(urls, ",")
-	return c
+	return c, nil
 }
 
-// start starts server i on its ports and its store (again, after stop).
+// start starts server i again on its ports and its store, after stop,
+// waiting while a port of its is still in use.
 func (c *testCluster) start(i int) {
 	c.t.Helper()
-	ns, err := natslog.StartServer(c.opts[i]())
+	err := bind.Again(c.t, fmt.Sprintf("restart nats-server n%d", i+1), func() error {
+		ns, err := bind.NATS(c.opts[i]())
+		if err == nil {
+			c.servers[i] = ns
+		}
+		return err
+	})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.servers[i] = ns
 }
 
 // stop shuts down the server named name and returns its index.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/bind"
 )
 
 // TestNATSLostWhileRunning: with NATS gone, a publish fails with
@@ -20,7 +22,7 @@ import (
 // continues exactly — no gap, no duplicate.
 func TestNATSLostWhileRunning(t *testing.T) {
 	dir := t.TempDir()
-	port := freePorts(t, 1)[0]
+	port := -1 // its own, then the same on the restart: the client reconnects to it
 	opts := func() *server.Options {
 		return &server.Options{ServerName: "solo", Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
 	}
@@ -28,7 +30,8 @@ func TestNATSLostWhileRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := natslog.Connect([]string{fmt.Sprintf("nats://127.0.0.1:%d", port)}, "", nil)
+	port = ns.Addr().(*net.TCPAddr).Port
+	nc, err := natslog.Connect([]string{ns.ClientURL()}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +56,10 @@ func TestNATSLostWhileRunning(t *testing.T) {
 		t.Fatalf("publish with NATS down: %v, want ErrUnavailable", err)
 	}
 
-	ns, err = natslog.StartServer(opts())
-	if err != nil {
+	if err := bind.Again(t, "restart nats-server", func() (err error) {
+		ns, err = bind.NATS(opts())
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })

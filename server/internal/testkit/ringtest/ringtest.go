@@ -21,6 +21,7 @@ import (
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/testkit/bind"
 )
 
 // Protocols are the three protocols every stream behaviour is proved on.
@@ -147,19 +148,16 @@ func (s *Server) closeIdle(clients []*http.Client) {
 
 // Restart stops the server and starts a new instance on the same address
 // and store: on memory a new epoch with seq from 1, on a durable store the
-// same log (its epoch and seqs).
+// same log (its epoch and seqs). It waits while the address is still in
+// use.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
 	var ln net.Listener
-	var err error
-	for i := 0; i < 50; i++ {
-		if ln, err = net.Listen("tcp", s.Addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
+	if err := bind.Again(s.t, "restart on "+s.Addr, func() (err error) {
+		ln, err = net.Listen("tcp", s.Addr)
+		return err
+	}); err != nil {
 		s.t.Fatalf("relisten on %s: %v", s.Addr, err)
 	}
 	s.serve(ln)
