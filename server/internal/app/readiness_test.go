@@ -36,7 +36,7 @@ func natsServer(t *testing.T, dir string, port int, edit func(*server.Options)) 
 		if edit != nil {
 			edit(opts)
 		}
-		ns, err = bind.NATS(opts)
+		ns, err = natslog.StartServer(opts)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -120,7 +120,7 @@ func tryCluster(t testing.TB) (*testCluster, error) {
 				Routes:     routes,
 			}
 		}
-		ns, err := bind.NATS(opts())
+		ns, err := natslog.StartServer(opts())
 		if err != nil {
 			shutdown()
 			return nil, err
@@ -140,7 +140,7 @@ func tryCluster(t testing.TB) (*testCluster, error) {
 func (c *testCluster) start(i int) {
 	c.t.Helper()
 	err := bind.Again(c.t, fmt.Sprintf("restart nats-server n%d", i+1), func() error {
-		ns, err := bind.NATS(c.opts[i]())
+		ns, err := natslog.StartServer(c.opts[i]())
 		if err == nil {
 			c.servers[i] = ns
 		}

@@ -57,7 +57,7 @@ func TestNATSLostWhileRunning(t *testing.T) {
 	}
 
 	if err := bind.Again(t, "restart nats-server", func() (err error) {
-		ns, err = bind.NATS(opts())
+		ns, err = natslog.StartServer(opts())
 		return err
 	}); err != nil {
 		t.Fatal(err)

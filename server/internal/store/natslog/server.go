@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -33,7 +34,11 @@ func EmbeddedOptions(dir string) *server.Options {
 }
 
 // StartServer starts a nats-server in process and waits until it accepts
-// connections.
+// connections. A start the server gives up on (a listener that cannot be
+// opened, JetStream that cannot start on its store) is returned at once,
+// with the server's reason, rather than after the wait; an address in use
+// wraps syscall.EADDRINUSE's text ("address already in use"). The
+// server's own log is not kept.
 func StartServer(opts *server.Options) (*server.Server, error) {
 	if opts.StoreDir != "" {
 		if err := os.MkdirAll(opts.StoreDir, 0o755); err != nil {
@@ -49,13 +54,48 @@ func StartServer(opts *server.Options) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start nats-server: %w", err)
 	}
+	fatal := &fatalLog{failed: make(chan struct{})}
+	ns.SetLogger(fatal, false, false)
 	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		ns.Shutdown()
-		return nil, errors.New("start nats-server: not ready after 30s")
+	for deadline := time.Now().Add(30 * time.Second); !ns.ReadyForConnections(100 * time.Millisecond); {
+		select {
+		case <-fatal.failed:
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			return nil, fmt.Errorf("start nats-server: %s", fatal.msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			return nil, errors.New("start nats-server: not ready after 30s")
+		}
 	}
 	return ns, nil
 }
+
+// fatalLog is a nats-server logger that keeps the first fatal message (the
+// server gave up starting) and drops everything else.
+type fatalLog struct {
+	once   sync.Once
+	failed chan struct{} // closed once msg is set
+	msg    string
+}
+
+// Fatalf records the first fatal message; the server goes on running
+// until it is shut down.
+func (l *fatalLog) Fatalf(format string, v ...any) {
+	l.once.Do(func() {
+		l.msg = fmt.Sprintf(format, v...)
+		close(l.failed)
+	})
+}
+
+func (*fatalLog) Noticef(string, ...any) {}
+func (*fatalLog) Warnf(string, ...any)   {}
+func (*fatalLog) Errorf(string, ...any)  {}
+func (*fatalLog) Debugf(string, ...any)  {}
+func (*fatalLog) Tracef(string, ...any)  {}
 
 // ConnectEmbedded connects to an in-process server without the network.
 func ConnectEmbedded(ns *server.Server) (*nats.Conn, error) {

@@ -11,14 +11,10 @@ package bind
 
 import (
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 )
 
 // Wait is how long Again waits for a port to be free again, and Poll how
@@ -51,66 +47,3 @@ func Again(t testing.TB, what string, start func() error) error {
 		time.Sleep(Poll)
 	}
 }
-
-// NATS starts a nats-server in process and waits until it accepts
-// connections. Unlike natslog.StartServer it returns at once when a
-// listener cannot be opened (InUse tells an address in use), having shut
-// the server down; opts.StoreDir, when set, must be an absolute path.
-func NATS(opts *server.Options) (*server.Server, error) {
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		return nil, fmt.Errorf("start nats-server: %w", err)
-	}
-	fatal := &fatalLog{failed: make(chan struct{})}
-	ns.SetLogger(fatal, false, false)
-	go ns.Start()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if ns.ReadyForConnections(100 * time.Millisecond) {
-			return ns, nil
-		}
-		select {
-		case <-fatal.failed:
-			ns.Shutdown()
-			ns.WaitForShutdown()
-			return nil, fmt.Errorf("start nats-server: %s", fatal.msg)
-		default:
-		}
-		if time.Now().After(deadline) {
-			ns.Shutdown()
-			ns.WaitForShutdown()
-			return nil, errors.New("start nats-server: not ready after 30s")
-		}
-	}
-}
-
-// fatalLog is a nats-server logger that keeps the first fatal message (a
-// listener that could not be opened) and drops everything else.
-type fatalLog struct {
-	once   sync.Once
-	failed chan struct{} // closed once msg is set
-	msg    string
-}
-
-// Fatalf records the first fatal message; the server goes on running
-// until it is shut down.
-func (l *fatalLog) Fatalf(format string, v ...any) {
-	l.once.Do(func() {
-		l.msg = fmt.Sprintf(format, v...)
-		close(l.failed)
-	})
-}
-
-// Noticef drops the message.
-func (*fatalLog) Noticef(string, ...any) {}
-
-// Warnf drops the message.
-func (*fatalLog) Warnf(string, ...any) {}
-
-// Errorf drops the message.
-func (*fatalLog) Errorf(string, ...any) {}
-
-// Debugf drops the message.
-func (*fatalLog) Debugf(string, ...any) {}
-
-// Tracef drops the message.
-func (*fatalLog) Tracef(string, ...any) {}
