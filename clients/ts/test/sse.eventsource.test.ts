@@ -8,71 +8,15 @@
 // taken from its id (docs/sse.md, "The data line").
 //
 // Run: node --import tsx --test clients/ts/test/sse.eventsource.test.ts
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
 import { EventSource } from "eventsource";
 import { Reason } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 import { formatEpoch } from "../src/cursor.js";
+import { startServer, type Server } from "./harness.js";
 import { sseMessage } from "./sse-message.js";
 
-const repoRoot = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const waitMs = 15_000;
-
-let workDir = "";
-let binary = "";
-
-before(() => {
-  workDir = mkdtempSync(join(tmpdir(), "ringcast-sse-"));
-  binary = join(workDir, "ringcast");
-  execFileSync("go", ["build", "-o", binary, "./server/cmd/ringcast"], { cwd: repoRoot, stdio: "inherit" });
-});
-
-after(() => {
-  if (workDir) rmSync(workDir, { recursive: true, force: true });
-});
-
-interface Server {
-  url: string;
-  proc: ChildProcess;
-  stop(): Promise<void>;
-}
-
-// startServer runs `ringcast serve` and resolves once it logged its URL.
-function startServer(args: string[]): Promise<Server> {
-  const proc = spawn(binary, ["serve", "--demo=false", "--log-level=info", ...args], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  const exited = new Promise<void>((res) => proc.once("exit", () => res()));
-  return new Promise((res, rej) => {
-    let log = "";
-    const timer = setTimeout(() => rej(new Error(`server did not start:\n${log}`)), waitMs);
-    proc.stderr!.setEncoding("utf8");
-    proc.stderr!.on("data", (chunk: string) => {
-      log += chunk;
-      const m = /ringcast serving.* url=(\S+)/.exec(log);
-      if (m && m[1]) {
-        clearTimeout(timer);
-        res({
-          url: m[1],
-          proc,
-          stop: async () => {
-            if (proc.exitCode === null) proc.kill("SIGTERM");
-            await exited;
-          },
-        });
-      }
-    });
-    proc.once("exit", (code) => {
-      clearTimeout(timer);
-      rej(new Error(`server exited (${code}):\n${log}`));
-    });
-  });
-}
 
 // publish appends one commit through the Connect JSON protocol.
 async function publish(url: string, topic: string, n: number): Promise<bigint> {
@@ -158,7 +102,7 @@ function seqOf(id: string): bigint {
 }
 
 test("snapshot, caught-up, live; lease ends resume by Last-Event-ID without gap or duplicate", async () => {
-  const srv = await startServer(["--addr", "127.0.0.1:0", "--lease", "1s"]);
+  const srv = await startServer(["--lease", "1s"]);
   const es = new EventSource(`${srv.url}/events`);
   try {
     const rec = new Recorder(es);
@@ -198,7 +142,6 @@ test("snapshot, caught-up, live; lease ends resume by Last-Event-ID without gap 
 
 test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then live", async () => {
   const a = await startServer();
-  const port = new URL(a.url).port;
   const es = new EventSource(`${a.url}/events`);
   let b: Server | undefined;
   try {
@@ -208,7 +151,7 @@ test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then liv
     await rec.until("commit 2", () => rec.positioned().includes(2n));
     await a.stop(); // drains: ServerStatus(DRAINING), the stream ends, EventSource retries
 
-    b = await startServer([], Number(port)); // the same URL: EventSource retries it
+    b = await startServer([], a.port); // the same URL: EventSource retries it
     await rec.until("gap", () => rec.count("gap") >= 1);
     const gapAt = rec.seen.findIndex((s) => s.type === "gap");
     const before = rec.seen.slice(0, gapAt).filter((s) => positionedTypes.has(s.type));
@@ -248,7 +191,7 @@ test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then liv
 });
 
 test("a Last-Event-ID that does not parse gives a malformed_cursor gap, the snapshot, caught-up, then live", async () => {
-  const srv = await startServer(["--addr", "127.0.0.1:0"]);
+  const srv = await startServer();
   const es = new EventSource(`${srv.url}/events?lastEventId=not-an-id`);
   try {
     const rec = new Recorder(es);
