@@ -294,6 +294,14 @@ export class Subscription implements AsyncIterable<StreamItem> {
       const onAbort = () => call.abort(signal.reason);
       signal.addEventListener("abort", onAbort, { once: true });
       const idle = new Watchdog(() => call.abort(new ConnectError("no message within the idle timeout", Code.Unavailable)));
+      // Once the call is aborted (the caller's signal, the idle timeout)
+      // its pending read is given up, whether or not the transport settles
+      // it: fetch in Node has been seen to leave a streaming body's read
+      // pending after an abort, which would hold the subscription for ever.
+      const abandoned = new Promise<never>((_, reject) => {
+        call.signal.addEventListener("abort", () => reject(call.signal.reason), { once: true });
+      });
+      abandoned.catch(() => {});
       const st: AttemptState = { caughtUp: false, progress: false, resync: false, ended: false, broken: false, opened: false };
       let error: ConnectError | undefined;
       let stream: AsyncIterator<SubscribeEventsResponse> | undefined;
@@ -303,7 +311,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
         for (;;) {
           let r: IteratorResult<SubscribeEventsResponse>;
           try {
-            r = await stream.next();
+            r = await Promise.race([stream.next(), abandoned]);
           } catch (e) {
             // Only what the transport throws is classified and maybe retried.
             signal.throwIfAborted();

@@ -32,6 +32,9 @@ const fastBackoff = { minMs: 5, initialMs: 20, maxMs: 200, resetMs: 1_000 };
 /** Hang guard for a consumer to reach the last commit. */
 const catchUpGuardMs = 60_000;
 
+/** Hang guard for the consumers to end once their signal is aborted. */
+const stopGuardMs = 30_000;
+
 /** Hang guard for the fault proxy's first line (it listens, then prints it). */
 const proxyStartGuardMs = 60_000;
 
@@ -209,6 +212,10 @@ export interface Consumer {
   cleanEnds: number;
   resyncs: number;
   restarts: number;
+  /** The last connection state reported (RPC), for a failure's message. */
+  state: string;
+  /** It has ended (RPC: its loop returned; SSE: from the start, as closing it is synchronous). */
+  ended: boolean;
   done: Promise<void>;
 }
 
@@ -258,12 +265,15 @@ export class Run {
     return r;
   }
 
-  /** close stops the consumers, the publisher, the proxy and the server. */
+  /** close stops the consumers, the publisher, the proxy and the server (those two whatever happened before). */
   async close(): Promise<void> {
-    await this.#stopConsumers();
-    await this.#publishing;
-    await this.proxy.close();
-    await this.srv.kill();
+    try {
+      await this.#stopConsumers();
+      await this.#publishing;
+    } finally {
+      await this.proxy.close();
+      await this.srv.kill();
+    }
   }
 
   get seed(): bigint {
@@ -305,7 +315,7 @@ export class Run {
     for (const p of rpcProtocols) {
       for (let i = 0; i < perTransport; i++) {
         const name = `${p}-${i}`;
-        const c: Consumer = { name, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, done: Promise.resolve() };
+        const c: Consumer = { name, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, state: "", ended: false, done: Promise.resolve() };
         c.done = this.#rpcConsumer(c, p, restartWithin, rng(this.seed, 100 + this.consumers.length));
         this.consumers.push(c);
       }
@@ -325,6 +335,7 @@ export class Run {
           backoff: fastBackoff,
           signal: this.#stop.signal,
           onConnection: (e) => {
+            c.state = e.state;
             if (e.state === "connecting") c.connects++;
             if (e.state === "reconnecting" && e.error === undefined && !e.resync) c.cleanEnds++;
           },
@@ -350,6 +361,7 @@ export class Run {
     } catch (e) {
       if (!this.#stopped) this.errors.push(`${c.name}: ${String(e)}`);
     } finally {
+      c.ended = true;
       close();
     }
   }
@@ -362,7 +374,7 @@ export class Run {
    */
   consumeSSE(n: number): void {
     for (let i = 0; i < n; i++) {
-      const c: Consumer = { name: `sse-${i}`, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, done: Promise.resolve() };
+      const c: Consumer = { name: `sse-${i}`, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, state: "", ended: true, done: Promise.resolve() };
       const rec = this.hist.consumer(c.name);
       const es = new EventSource(`${this.proxy.url}/events`);
       this.#sse.push(es);
@@ -463,12 +475,23 @@ export class Run {
     }
   }
 
+  /**
+   * #stopConsumers aborts the consumers' signal and waits until they have
+   * ended (hang guard): one that has not is an error naming it and its last
+   * connection state, not a wait without end.
+   */
   async #stopConsumers(): Promise<void> {
     this.#stopped = true;
     this.#stopPublishing = true;
     this.#stop.abort();
     for (const es of this.#sse) es.close();
-    await Promise.all(this.consumers.map((c) => c.done));
+    const running = () => this.consumers.filter((c) => !c.ended);
+    try {
+      await until(() => running().length === 0, stopGuardMs, () => "");
+    } catch {
+      const names = running().map((c) => `${c.name} (last state ${c.state || "none"}, ${c.connects} connects)`);
+      if (!this.errors.some((e) => e.startsWith("still running"))) this.errors.push(`still running after their signal was aborted: ${names.join(", ")}`);
+    }
   }
 
   /** #failure is the error to throw: what failed, the history so far (unless checked already), the seed and its replay. */

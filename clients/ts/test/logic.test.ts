@@ -115,6 +115,50 @@ describe("abort", () => {
   });
 });
 
+/**
+ * deafToAbort is transport with its streams' cancellation cut off: a call's
+ * abort never reaches the server, so a pending read never settles — as
+ * fetch in Node has been seen to leave a streaming body's read.
+ */
+function deafToAbort(transport: Transport): Transport {
+  return {
+    unary: (method, signal, timeoutMs, header, input, contextValues) => transport.unary(method, signal, timeoutMs, header, input, contextValues),
+    stream: (method, _signal, timeoutMs, header, input, contextValues) => transport.stream(method, undefined, timeoutMs, header, input, contextValues),
+  };
+}
+
+describe("a transport whose pending read ignores the abort", () => {
+  it("does not hold a subscription its caller aborted", async () => {
+    const { transport } = scripted(async function* (_req, _n, ctx) {
+      yield caughtUp(0n);
+      await quiet(ctx); // never, here: the abort does not reach it
+    });
+    const ac = new AbortController();
+    const sub = subscribe(deafToAbort(transport), { signal: ac.signal, backoff: fastBackoff });
+    const it = sub[Symbol.asyncIterator]();
+    assert.equal(label((await it.next()).value as StreamItem), "caught_up");
+    const pending = it.next();
+    ac.abort();
+    await assert.rejects(withTimeout(pending, 2_000, "the pending next()"), (e: unknown) => e instanceof Error && e.name === "AbortError");
+    assert.deepEqual(await it.next(), { done: true, value: undefined });
+  });
+
+  it("does not hold a subscription past its idle timeout: it reconnects", async () => {
+    const { transport, requests } = scripted(async function* (_req, n, ctx) {
+      if (n > 0) yield caughtUp(0n);
+      await quiet(ctx); // the first is silent: not even a heartbeat
+    });
+    const sub = subscribe(deafToAbort(transport), { idleTimeoutMs: 50, backoff: fastBackoff });
+    const it = sub[Symbol.asyncIterator]();
+    try {
+      assert.equal(label((await withTimeout(it.next(), 2_000, "caught_up on the reconnect")).value as StreamItem), "caught_up");
+      assert.equal(requests.length, 2);
+    } finally {
+      await it.return!();
+    }
+  });
+});
+
 describe("return()", () => {
   it("ends a next() that waits for a quiet stream, promptly", async () => {
     let cancelled = false;
