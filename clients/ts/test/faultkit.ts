@@ -216,7 +216,6 @@ export interface Consumer {
   state: string;
   /** It has ended (RPC: its loop returned; SSE: from the start, as closing it is synchronous). */
   ended: boolean;
-  done: Promise<void>;
 }
 
 /**
@@ -315,8 +314,8 @@ export class Run {
     for (const p of rpcProtocols) {
       for (let i = 0; i < perTransport; i++) {
         const name = `${p}-${i}`;
-        const c: Consumer = { name, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, state: "", ended: false, done: Promise.resolve() };
-        c.done = this.#rpcConsumer(c, p, restartWithin, rng(this.seed, 100 + this.consumers.length));
+        const c: Consumer = { name, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, state: "", ended: false };
+        void this.#rpcConsumer(c, p, restartWithin, rng(this.seed, 100 + this.consumers.length)); // never rejects: it records errors
         this.consumers.push(c);
       }
     }
@@ -374,7 +373,7 @@ export class Run {
    */
   consumeSSE(n: number): void {
     for (let i = 0; i < n; i++) {
-      const c: Consumer = { name: `sse-${i}`, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, state: "", ended: true, done: Promise.resolve() };
+      const c: Consumer = { name: `sse-${i}`, at: undefined, facts: 0, connects: 0, cleanEnds: 0, resyncs: 0, restarts: 0, state: "", ended: true };
       const rec = this.hist.consumer(c.name);
       const es = new EventSource(`${this.proxy.url}/events`);
       this.#sse.push(es);
