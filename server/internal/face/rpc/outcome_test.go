@@ -17,16 +17,6 @@ import (
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
-// outcome asks c for key's outcome.
-func outcome(t *testing.T, c ringcastv1connect.EventServiceClient, key string) *ringcastv1.GetPublishOutcomeResponse {
-	t.Helper()
-	res, err := c.GetPublishOutcome(context.Background(), connect.NewRequest(&ringcastv1.GetPublishOutcomeRequest{IdempotencyKey: key}))
-	if err != nil {
-		t.Fatalf("outcome of %q: %v", key, err)
-	}
-	return res.Msg
-}
-
 // keyed publishes one commit of facts with key and returns its receipt.
 func keyed(t *testing.T, c ringcastv1connect.EventServiceClient, key string, facts ...*ringcastv1.Fact) *ringcastv1.PublishResponse {
 	t.Helper()
@@ -75,11 +65,11 @@ func TestPublishOutcome(t *testing.T) {
 		window := srv.Hub().Status().GetLimits().GetDedupeWindow().AsDuration()
 
 		r := keyed(t, c, "k1", fact("g/a", "a", 1), fact("g/b", "b", 2))
-		wantApplied(t, outcome(t, c, "k1"), r)
+		wantApplied(t, ringtest.Outcome(t, c, "k1"), r)
 		if dup := keyed(t, c, "k1", fact("g/a", "a", 3)); !dup.Duplicate {
 			t.Fatalf("retry %v, want a duplicate", dup)
 		}
-		wantApplied(t, outcome(t, c, "k1"), r)
+		wantApplied(t, ringtest.Outcome(t, c, "k1"), r)
 
 		res, err := c.PublishBatch(context.Background(), connect.NewRequest(&ringcastv1.PublishBatchRequest{Commits: []*ringcastv1.PublishRequest{
 			{Facts: []*ringcastv1.Fact{fact("g/c", "c", 1)}, IdempotencyKey: "b1"},
@@ -89,11 +79,11 @@ func TestPublishOutcome(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantApplied(t, outcome(t, c, "b1"), res.Msg.Receipts[0])
-		wantApplied(t, outcome(t, c, "b2"), res.Msg.Receipts[2])
+		wantApplied(t, ringtest.Outcome(t, c, "b1"), res.Msg.Receipts[0])
+		wantApplied(t, ringtest.Outcome(t, c, "b2"), res.Msg.Receipts[2])
 
 		before := time.Now()
-		o := outcome(t, c, "never-published")
+		o := ringtest.Outcome(t, c, "never-published")
 		wantUnknown(t, o, before, time.Now(), window)
 
 		_, err = c.GetPublishOutcome(context.Background(), connect.NewRequest(&ringcastv1.GetPublishOutcomeRequest{}))
@@ -160,11 +150,11 @@ func TestPublishOutcomeOnEveryReplica(t *testing.T) {
 				key := []string{"on-a", "on-b"}[i]
 				r := keyed(t, pub, key, fact("g/a", "a", i))
 				for _, c := range []ringcastv1connect.EventServiceClient{b, a} {
-					wantApplied(t, outcome(t, c, key), r)
+					wantApplied(t, ringtest.Outcome(t, c, key), r)
 				}
 			}
 			before := time.Now()
-			oa, ob := outcome(t, a, "none"), outcome(t, b, "none")
+			oa, ob := ringtest.Outcome(t, a, "none"), ringtest.Outcome(t, b, "none")
 			after := time.Now()
 			window := rs[0].Hub().Status().GetLimits().GetDedupeWindow().AsDuration()
 			wantUnknown(t, oa, before, after, window)
@@ -190,7 +180,7 @@ func TestPublishOutcomeAfterTheCommitLeftTheWindow(t *testing.T) {
 		if oldest, _ := srv.Hub().Bounds(); !store.Durable && oldest <= r.Seq {
 			t.Fatalf("oldest seq %d: the commit %d is still held", oldest, r.Seq)
 		}
-		o := outcome(t, c, "old")
+		o := ringtest.Outcome(t, c, "old")
 		if !store.Durable {
 			wantApplied(t, o, r)
 			return

@@ -1,27 +1,14 @@
 package natslog_test
 
 import (
-	"context"
 	"testing"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
-	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
-
-func outcome(t *testing.T, c ringcastv1connect.EventServiceClient, key string) *ringcastv1.GetPublishOutcomeResponse {
-	t.Helper()
-	res, err := c.GetPublishOutcome(context.Background(), connect.NewRequest(&ringcastv1.GetPublishOutcomeRequest{IdempotencyKey: key}))
-	if err != nil {
-		t.Fatalf("outcome of %q: %v", key, err)
-	}
-	return res.Msg
-}
 
 // TestPublishOutcomeSurvivesRestart: on the embedded store a key's outcome
 // is the same receipt before and after a restart of the server and its
@@ -43,14 +30,14 @@ func TestPublishOutcomeSurvivesRestart(t *testing.T) {
 		rpcPublish(t, c, "kept", fact("g/a", "a", 9)) // a duplicate
 		check := func(when string) {
 			t.Helper()
-			o := outcome(t, c, "kept")
+			o := ringtest.Outcome(t, c, "kept")
 			if !o.Applied || !proto.Equal(o.Receipt, r) {
 				t.Fatalf("%s: outcome %v, want applied with %v", when, o, r)
 			}
 			if store == "memory" {
 				return
 			}
-			if o := outcome(t, c, "gone"); o.Applied || !o.RememberedSince.AsTime().After(gone.EventTime.AsTime()) {
+			if o := ringtest.Outcome(t, c, "gone"); o.Applied || !o.RememberedSince.AsTime().After(gone.EventTime.AsTime()) {
 				t.Fatalf("%s: outcome of a discarded commit %v, want not applied, remembered since after %v", when, o, gone.EventTime.AsTime())
 			}
 		}
@@ -58,7 +45,7 @@ func TestPublishOutcomeSurvivesRestart(t *testing.T) {
 		srv.Restart()
 		c = srv.Client(p)
 		if store == "memory" {
-			o := outcome(t, c, "kept")
+			o := ringtest.Outcome(t, c, "kept")
 			if o.Applied || o.RememberedSince.AsTime().Before(r.EventTime.AsTime()) {
 				t.Fatalf("memory after a restart: %v, want not applied, remembered since the new start", o)
 			}

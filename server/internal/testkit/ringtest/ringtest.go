@@ -18,6 +18,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
@@ -232,6 +233,17 @@ func StreamGoroutines() int {
 		buf = make([]byte, 2*len(buf))
 	}
 	return strings.Count(string(buf), "hub.(*stream).run(") + strings.Count(string(buf), "hub.(*stream).resume(")
+}
+
+// Outcome asks c for key's publish outcome (GetPublishOutcome), failing t
+// on an error.
+func Outcome(t testing.TB, c ringcastv1connect.EventServiceClient, key string) *ringcastv1.GetPublishOutcomeResponse {
+	t.Helper()
+	res, err := c.GetPublishOutcome(context.Background(), connect.NewRequest(&ringcastv1.GetPublishOutcomeRequest{IdempotencyKey: key}))
+	if err != nil {
+		t.Fatalf("outcome of %q: %v", key, err)
+	}
+	return res.Msg
 }
 
 // WaitParked waits until n of h's streams wait parked (hub.Hub.Parked).
