@@ -19,10 +19,11 @@ import (
 
 // TestPublishOutcomeIsScopedToTheSubscribeGrant: under --auth jwt, on every
 // store and protocol, GetPublishOutcome needs a token (unauthenticated
-// without one, also by GET); a token allowed to subscribe to only some of
-// the commit's topics gets exactly the answer for an unknown key, never
-// the receipt, even once the commit left the ring; a token allowed every
-// topic of it (by name or "*") gets the receipt.
+// without one, also by GET); a token of the publisher (the same issuer
+// and subject: the key's space) allowed to subscribe to only some of the
+// commit's topics gets exactly the answer for an unknown key, never the
+// receipt, even once the commit left the ring; one allowed every topic of
+// it (by name or "*") gets the receipt.
 func TestPublishOutcomeIsScopedToTheSubscribeGrant(t *testing.T) {
 	for _, store := range []string{app.StoreMemory, app.StoreEmbedded} {
 		for _, p := range ringtest.Protocols {
@@ -37,7 +38,7 @@ func TestPublishOutcomeIsScopedToTheSubscribeGrant(t *testing.T) {
 				srv := ringtest.Start(t, cfg)
 				c := srv.Client(p)
 				token := func(subscribe ...string) string {
-					return k.HS256(t, authtest.Claims("reader", nil, subscribe, time.Hour))
+					return k.HS256(t, authtest.Claims("writer", nil, subscribe, time.Hour))
 				}
 				writer := k.HS256(t, authtest.Claims("writer", []string{"*"}, nil, time.Hour))
 				req := connect.NewRequest(&ringcastv1.PublishRequest{IdempotencyKey: "k", Facts: []*ringcastv1.Fact{
