@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringcast/ringcast/server/internal/edge/limit"
 )
 
 // WriteGuard owns the write timeout on every face: a stream that cannot
@@ -149,7 +151,9 @@ func (w *guardedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	gc := &guardedConn{Conn: c, g: w.g}
+	// An HTTP/1 connection taken over needs no HTTP/2 reset watch: a
+	// parked stream holds one connection fewer wrapper.
+	gc := &guardedConn{Conn: limit.Unwatched(c), g: w.g}
 	w.g.mu.Lock()
 	w.g.conns[gc] = struct{}{}
 	w.g.mu.Unlock()

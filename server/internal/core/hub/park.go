@@ -23,9 +23,12 @@ import (
 // A parked stream's end is not returned to anyone: End is called with what
 // Subscribe would have returned, on the worker that ran it last, after the
 // stream is counted out (as Subscribe returns after it). A parked stream
-// resumes with its context's values but not its cancellation (the
-// request's context ends with its handler): a client that went away is
-// noticed by the sink's next write.
+// resumes with a context of its own, with neither the request's values
+// nor its cancellation: the request's context ends with its handler, and
+// keeping it would keep what it holds (the connection's and the request's
+// state) for as long as the stream stays parked. Nothing a stream does
+// once it has parked reads a value of its request's context. A client
+// that went away is noticed by the sink's next write.
 type Parker interface {
 	Sink
 	Park() bool
@@ -61,32 +64,35 @@ func (s *stream) mayPark(ctx context.Context) bool {
 // list after the list was taken finds wake closed here, so no wake-up is
 // lost. A stream is on the list at most once (listed); one resumed by its
 // timer stays on it, and a wake-up that finds it running is a no-op.
-func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
+func (s *stream) park(wake <-chan struct{}) error {
 	h := s.h
-	if s.ctx == nil {
-		// The first park. The request's context ends when its handler
-		// returns, which is what parking lets it do.
-		s.ctx = context.WithoutCancel(ctx)
-		s.parkTimer = time.AfterFunc(time.Hour, s.timerFired)
-		s.parkTimer.Stop()
+	if cap(s.batch) > parkedBatchCap {
+		// A parked stream keeps no room for a backlog it no longer has:
+		// a stream that replayed a long history would otherwise hold a
+		// batch's worth of pointers while it waits.
+		s.batch = nil
 	}
-	// The timer is left running while the stream runs, and set again only
-	// when it has fired (timerArmed clear) or would fire after due (which
-	// only moves later, with lastSend): a stream woken by every commit
-	// then costs no timer operation per wake-up, only a spare resume per
-	// heartbeat interval. Its fields are written before parked is set,
-	// so whoever resumes the stream next sees them.
+	// The request's context ends when its handler returns, which is what
+	// parking lets it do; it is not kept (Parker): the stream resumes with
+	// context.Background.
+	//
+	// The stream's clock (on the hub's clocks) is left set while the
+	// stream runs, and set again only when it has fired (timerArmed
+	// clear) or would fire after due (which only moves later, with
+	// lastSend): a stream woken by every commit then costs no clock
+	// operation per wake-up, only a spare resume per heartbeat interval.
+	// Its fields are written before parked is set, so whoever resumes the
+	// stream next sees them.
 	if due := s.due(); !s.timerArmed.Load() || s.timerDue.After(due) {
 		s.timerArmed.Store(true)
-		s.timerDue = due
-		s.parkTimer.Reset(time.Until(due))
+		h.runner.clocks.set(s, due)
 	}
 	s.parked.Store(true) // from here on, the stream may be resumed
 	// Listed only while still parked: a stream resumed meanwhile is
 	// listed by whoever runs it, when it parks again (or it ends).
 	h.parkMu.Lock()
 	if !s.listed && s.parked.Load() {
-		s.listed, s.listIdx = true, len(h.parked)
+		s.listed, s.listIdx = true, int32(len(h.parked))
 		h.parked = append(h.parked, s)
 	}
 	h.parkMu.Unlock()
@@ -96,8 +102,8 @@ func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 	case <-h.done:
 		s.unpark()
 	default:
-		// A timer that fired before parked was set could not resume the
-		// stream. timerFired clears timerArmed before it tries to, so it
+		// A clock that fired before parked was set could not resume the
+		// stream. clocks.fire clears timerArmed before it tries to, so it
 		// either succeeds or is seen here.
 		if !s.timerArmed.Load() {
 			s.unpark()
@@ -106,17 +112,15 @@ func (s *stream) park(ctx context.Context, wake <-chan struct{}) error {
 	return ErrParked
 }
 
+// parkedBatchCap is the most room for events a parked stream keeps: as
+// many as a live stream is usually woken for.
+const parkedBatchCap = 8
+
 // unpark resumes the stream, if it is parked.
 func (s *stream) unpark() {
 	if s.claim() {
 		s.h.runner.add(s)
 	}
-}
-
-// timerFired runs when the stream's heartbeat or lease end may be due.
-func (s *stream) timerFired() {
-	s.timerArmed.Store(false)
-	s.unpark()
 }
 
 // claim takes a parked stream off parking: true for the one caller that
@@ -129,12 +133,12 @@ func (s *stream) claim() bool {
 func (s *stream) resume() {
 	err := s.tick(time.Now())
 	if err == nil {
-		err = s.loop(s.ctx)
+		err = s.loop(context.Background())
 	}
 	if err == ErrParked {
 		return
 	}
-	s.parkTimer.Stop()
+	s.h.runner.clocks.stop(s)
 	err = s.end(err)
 	s.unlist()
 	s.ended()
@@ -215,6 +219,143 @@ type runner struct {
 	armed   bool
 	takenAt uint64
 	closed  bool
+
+	clocks clocks // the parked streams' heartbeat and lease clocks
+}
+
+// clocks resume parked streams when their heartbeat or lease end is due:
+// a heap of the streams whose clock is set, by when (stream.timerDue), and
+// one timer for the earliest. A timer per stream would cost each parked
+// stream about 130 bytes more, most of what it holds besides its stream.
+type clocks struct {
+	mu    sync.Mutex
+	heap  []*stream   // by timerDue; a stream's clockIdx is its index + 1
+	timer *time.Timer // fires at heap[0].timerDue (at)
+	at    time.Time   // zero: timer stopped
+}
+
+// set sets s's clock to due (s.timerArmed is set).
+func (c *clocks) set(s *stream, due time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.timerDue = due
+	if s.clockIdx == 0 {
+		c.heap = append(c.heap, s)
+		s.clockIdx = int32(len(c.heap))
+		c.up(len(c.heap) - 1)
+	} else {
+		c.up(int(s.clockIdx - 1))
+		c.down(int(s.clockIdx - 1))
+	}
+	c.arm()
+}
+
+// stop takes s's clock off, if it is set.
+func (c *clocks) stop(s *stream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.clockIdx != 0 {
+		c.remove(int(s.clockIdx - 1))
+	}
+}
+
+// arm sets the timer for the earliest clock, unless it is set for then
+// already. c.mu is held.
+func (c *clocks) arm() {
+	if len(c.heap) == 0 || c.heap[0].timerDue.Equal(c.at) {
+		return
+	}
+	c.at = c.heap[0].timerDue
+	if c.timer == nil {
+		c.timer = time.AfterFunc(time.Until(c.at), c.fire)
+		return
+	}
+	c.timer.Reset(time.Until(c.at))
+}
+
+// fire resumes every parked stream whose clock is due, all at once.
+func (c *clocks) fire() {
+	now := time.Now()
+	var due []*stream
+	c.mu.Lock()
+	c.at = time.Time{}
+	for len(c.heap) > 0 && !c.heap[0].timerDue.After(now) {
+		s := c.heap[0]
+		c.remove(0)
+		due = append(due, s)
+	}
+	c.arm()
+	c.mu.Unlock()
+	woken := due[:0]
+	for _, s := range due {
+		s.timerArmed.Store(false) // before the claim: see park
+		if s.claim() {
+			woken = append(woken, s)
+		}
+	}
+	if len(woken) > 0 {
+		woken[0].h.runner.add(woken...) // one hub's clocks: its streams
+	}
+}
+
+// close stops the timer (the hub closed: its streams end).
+func (c *clocks) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.at = time.Time{}
+}
+
+// remove takes heap[i] off. c.mu is held.
+func (c *clocks) remove(i int) {
+	last := len(c.heap) - 1
+	s := c.heap[i]
+	c.swap(i, last)
+	c.heap[last] = nil
+	c.heap = c.heap[:last]
+	s.clockIdx = 0
+	if i < last {
+		c.up(i)
+		c.down(int(c.heap[i].clockIdx - 1))
+	}
+}
+
+func (c *clocks) less(i, j int) bool { return c.heap[i].timerDue.Before(c.heap[j].timerDue) }
+
+func (c *clocks) swap(i, j int) {
+	c.heap[i], c.heap[j] = c.heap[j], c.heap[i]
+	c.heap[i].clockIdx, c.heap[j].clockIdx = int32(i+1), int32(j+1)
+}
+
+func (c *clocks) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !c.less(i, p) {
+			return
+		}
+		c.swap(i, p)
+		i = p
+	}
+}
+
+func (c *clocks) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(c.heap) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(c.heap) && c.less(r, l) {
+			m = r
+		}
+		if !c.less(m, i) {
+			return
+		}
+		c.swap(i, m)
+		i = m
+	}
 }
 
 // stallAfter is how long the queue may go without a worker taking from it
@@ -310,6 +451,7 @@ func (r *runner) checkStall() {
 
 // close lets idle workers leave; streams still queued are resumed first.
 func (r *runner) close() {
+	r.clocks.close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true

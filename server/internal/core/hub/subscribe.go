@@ -73,8 +73,6 @@ func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) (err error)
 			s.ended()
 		}
 	}()
-	s.flusher, _ = sink.(Flusher)
-	s.eventSink, _ = sink.(EventSink)
 	s.parker, _ = sink.(Parker)
 	if len(req.Topics) > 0 {
 		s.match = topic.Matcher(req.Topics)
@@ -87,21 +85,17 @@ func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) (err error)
 		s.leaseEnd, s.expires = req.Expiry, true
 	}
 	s.progressSpan = max(uint64(h.cfg.Window)/4, 1)
-	s.timer = time.NewTimer(time.Hour)
-	s.timer.Stop()
-	defer s.timer.Stop()
 	return s.run(ctx)
 }
 
 // stream is one subscriber's state. It is owned by the stream's goroutine.
 type stream struct {
-	h       *Hub
-	req     Request
-	sink    Sink
-	flusher Flusher
-	// eventSink is sink when it takes shared events whole; else nil.
-	eventSink EventSink
-	match     func(topic string) bool // nil: no filter
+	h   *Hub
+	req Request
+	// sink may also be a Flusher, an EventSink and a Parker: asked when
+	// used (a parked stream's memory is mostly this struct).
+	sink  Sink
+	match func(topic string) bool // nil: no filter
 
 	// next is the next seq to read from the ring; every seq < next has been
 	// delivered or skipped by the filter ("covered").
@@ -111,33 +105,36 @@ type stream struct {
 	// coveredAt is the commit time of seq next-1, for Progress.
 	coveredAt time.Time
 	// target is the position to cover before sending CaughtUp.
-	target   uint64
-	caughtUp bool
+	target uint64
 	// evictedKeys is what the latest-per-key table had evicted when a
 	// LATEST_PER_KEY snapshot was taken (CaughtUp.snapshot_evicted_keys).
 	evictedKeys uint64
 
 	lastSend     time.Time
-	leaseEnd     time.Time // zero: no lease
-	expires      bool      // leaseEnd is the request's Expiry: end with ErrExpired
-	progressSpan uint64    // send Progress once this many seqs are covered unsent
-	timer        *time.Timer
+	leaseEnd     time.Time   // zero: no lease
+	progressSpan uint64      // send Progress once this many seqs are covered unsent
+	timer        *time.Timer // wait's, made at its first wait (a parked stream has none)
 	batch        []*Event
 
 	// A stream whose sink parks (park.go): parker is the sink, parked is
-	// set while the stream waits without a goroutine, parkTimer (made at
-	// the first park) resumes it when its heartbeat or lease end is due
-	// (timerArmed: it has not fired since it was last set, for timerDue),
-	// listed is set while it is on the hub's parked list (guarded by
-	// Hub.parkMu), and ctx is what it resumes with.
+	// set while the stream waits without a goroutine, its clock on the
+	// hub's clocks resumes it when its heartbeat or lease end is due
+	// (timerArmed: it has not fired since it was last set, for timerDue;
+	// clockIdx, guarded by the clocks' lock, places it there), and listed
+	// is set while it is on the hub's parked list, at listIdx (both
+	// guarded by Hub.parkMu).
 	parker     Parker
-	parked     atomic.Bool
-	parkTimer  *time.Timer
-	timerArmed atomic.Bool
 	timerDue   time.Time
-	listed     bool
-	listIdx    int // its index on the list, while listed
-	ctx        context.Context
+	parked     atomic.Bool
+	timerArmed atomic.Bool
+	listIdx    int32
+	clockIdx   int32
+
+	// The small fields together: a parked stream's memory is mostly this
+	// struct, which they keep in a smaller size class.
+	caughtUp bool
+	expires  bool // leaseEnd is the request's Expiry: end with ErrExpired
+	listed   bool
 }
 
 // ended counts the stream out.
@@ -343,7 +340,7 @@ func (s *stream) loop(ctx context.Context) error {
 		case draining:
 			return errDrained
 		case s.mayPark(ctx) && s.parker.Park():
-			return s.park(ctx, wake)
+			return s.park(wake)
 		default:
 			err = s.wait(ctx, wake)
 		}
@@ -465,8 +462,8 @@ func (s *stream) deliver(batch []*Event) error {
 // sendShared sends ev's shared response, as the event itself when the sink
 // takes events.
 func (s *stream) sendShared(ev *Event) error {
-	if s.eventSink != nil {
-		return s.eventSink.SendEvent(ev)
+	if es, ok := s.sink.(EventSink); ok {
+		return es.SendEvent(ev)
 	}
 	return s.sink.Send(ev.resp)
 }
@@ -508,7 +505,11 @@ func (s *stream) wait(ctx context.Context, wake <-chan struct{}) error {
 	if d <= 0 {
 		return nil
 	}
-	s.timer.Reset(d)
+	if s.timer == nil {
+		s.timer = time.NewTimer(d)
+	} else {
+		s.timer.Reset(d)
+	}
 	defer s.timer.Stop()
 	select {
 	case <-wake:
@@ -618,8 +619,8 @@ func (s *stream) sendNow(r *ringcastv1.SubscribeEventsResponse) error {
 }
 
 func (s *stream) flush() error {
-	if s.flusher == nil {
-		return nil
+	if f, ok := s.sink.(Flusher); ok {
+		return f.Flush()
 	}
-	return s.flusher.Flush()
+	return nil
 }

@@ -279,6 +279,17 @@ func (g *ResetGuard) Watch(c net.Conn) net.Conn {
 	return w
 }
 
+// Unwatched returns the connection beneath c when c is a watched
+// connection that turned out not to be HTTP/2 (its bytes pass untouched):
+// a connection the HTTP/1 server hands over (Hijack) then holds nothing
+// of the watch for as long as it stays open. Otherwise it returns c.
+func Unwatched(c net.Conn) net.Conn {
+	if w, ok := c.(*watchConn); ok && w.state.Load() == passing {
+		return w.Conn
+	}
+	return c
+}
+
 const (
 	sniffing = iota // matching the preface
 	framing         // following frames
