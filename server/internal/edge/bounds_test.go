@@ -142,8 +142,9 @@ func TestPublishRateIsBoundedPerClient(t *testing.T) {
 	}
 }
 
-// TestConnectionsAreBounded: past --max-conns, a new connection is closed
-// at once while those held keep being served.
+// TestConnectionsAreBounded: past --max-conns, a new connection is turned
+// away at once, with a 429 naming --max-conns and the open-file limit,
+// while those held keep being served.
 func TestConnectionsAreBounded(t *testing.T) {
 	cfg := ringtest.Config()
 	cfg.Edge.MaxConns = 16
@@ -166,9 +167,18 @@ func TestConnectionsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer extra.Close()
-	_ = extra.SetReadDeadline(time.Now().Add(20 * time.Second))
-	if _, err := extra.Read(make([]byte, 1)); err == nil || isTimeout(err) {
-		t.Fatalf("connection 17 was not closed: %v", err)
+	_ = extra.SetReadDeadline(time.Now().Add(20 * time.Second)) // a hang guard only
+	br := bufio.NewReader(extra)
+	refused, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("connection 17: %v, want a 429", err)
+	}
+	reason, _ := io.ReadAll(refused.Body)
+	if refused.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(reason), "--max-conns") || !strings.Contains(string(reason), "ulimit -n") {
+		t.Fatalf("connection 17: %d %q, want 429 naming --max-conns and the open-file limit", refused.StatusCode, reason)
+	}
+	if _, err := br.ReadByte(); err == nil || isTimeout(err) {
+		t.Fatalf("connection 17 was not closed after its refusal: %v", err)
 	}
 	// A held connection still gets an answer.
 	if _, err := io.WriteString(held[0], "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {

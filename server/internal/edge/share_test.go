@@ -114,8 +114,16 @@ func TestHealthWatchAndReflectionTakeStreamSlots(t *testing.T) {
 
 // openWatch opens a gRPC health Watch over Connect on a raw HTTP/1.1
 // connection from local (nil: any) and reads its response head; it
-// returns false if the connection was closed instead.
+// returns false if the connection was turned away instead.
 func openWatch(t *testing.T, addr string, local net.Addr) (net.Conn, bool) {
+	t.Helper()
+	c, refusal := openWatchRefusal(t, addr, local)
+	return c, refusal == ""
+}
+
+// openWatchRefusal is openWatch, returning the body of the 429 that
+// turned the connection away ("": the Watch is open).
+func openWatchRefusal(t *testing.T, addr string, local net.Addr) (net.Conn, string) {
 	t.Helper()
 	d := net.Dialer{LocalAddr: local}
 	c, err := d.Dial("tcp", addr)
@@ -127,21 +135,29 @@ func openWatch(t *testing.T, addr string, local net.Addr) (net.Conn, bool) {
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hang guard only
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		if isTimeout(err) {
-			t.Fatalf("Watch: no answer and no close: %v", err)
+		t.Fatalf("Watch: no answer: %v", err)
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("a turned-away connection's reason: %v", err)
 		}
-		return c, false
+		if resp.Header.Get("Retry-After") == "" || len(b) == 0 {
+			t.Fatalf("a turned-away connection: Retry-After %q, reason %q", resp.Header.Get("Retry-After"), b)
+		}
+		return c, string(b)
 	}
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("Watch: %d", resp.StatusCode)
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	return c, true
+	return c, ""
 }
 
 // TestConnectionsPerClientAreBounded: one client (one IP) holding a Watch
 // stream on each of its connections gets at most a quarter of --max-conns
-// (the default share): its next connection is closed at once and counted,
+// (the default share): its next connection is turned away at once with a
+// 429 naming --max-conns-per-client and how to lift it, and counted,
 // while another client (another loopback address) is still served.
 func TestConnectionsPerClientAreBounded(t *testing.T) {
 	cfg := ringtest.Config()
@@ -154,8 +170,12 @@ func TestConnectionsPerClientAreBounded(t *testing.T) {
 		}
 	}
 	for i := range 12 {
-		if _, ok := openWatch(t, srv.Addr, nil); ok {
+		_, refusal := openWatchRefusal(t, srv.Addr, nil)
+		if refusal == "" {
 			t.Fatalf("connection %d of one client was served past its share of 4", 5+i)
+		}
+		if !strings.Contains(refusal, "--max-conns-per-client") || !strings.Contains(refusal, "-1 for no bound") {
+			t.Fatalf("connection %d turned away saying %q: not naming --max-conns-per-client and how to lift it", 5+i, refusal)
 		}
 	}
 	other := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}

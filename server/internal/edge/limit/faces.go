@@ -2,10 +2,13 @@ package limit
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -88,15 +91,18 @@ func (l *Limiter) OpenSSE(w http.ResponseWriter, r *http.Request) (release func(
 
 // Listener bounds the connections a server holds: past max in all, or past
 // perClient from one client (its remote IP; an IPv6 client is its /64, as
-// for the reset guard), a new connection is closed at once (and counted and
-// logged as the "conns" or "conns_per_client" limit) instead of waiting in
-// the backlog, so the connections already held keep being served and no
-// one client can take every slot. max or perClient < 0: that bound is off.
+// for the reset guard), a new connection is turned away at once (and
+// counted and logged as the "conns" or "conns_per_client" limit) instead
+// of waiting in the backlog, so the connections already held keep being
+// served and no one client can take every slot. It is told why: an
+// HTTP/1.1 429 response with Retry-After names the bound and how to raise
+// it (turnAway). max or perClient < 0: that bound is off.
 func (l *Limiter) Listener(ln net.Listener, max, perClient int) net.Listener {
 	if max < 0 && perClient < 0 {
 		return ln
 	}
-	return &listener{Listener: ln, l: l, max: int64(max), perClient: perClient, byClient: make(map[string]int)}
+	return &listener{Listener: ln, l: l, max: int64(max), perClient: perClient, byClient: make(map[string]int),
+		turning: make(chan struct{}, maxTurning)}
 }
 
 type listener struct {
@@ -107,6 +113,44 @@ type listener struct {
 	active    atomic.Int64
 	mu        sync.Mutex
 	byClient  map[string]int // open connections per client (perClient >= 0)
+	turning   chan struct{}  // a slot per connection being turned away
+}
+
+// maxTurning bounds the refused connections told why at once; past it, a
+// refused connection is closed without a word (a flood of connections
+// must not cost a goroutine each).
+const maxTurning = 64
+
+// turnAwayWait bounds how long a refused connection may take to be told
+// why and to close.
+const turnAwayWait = time.Second
+
+// turnAway answers a refused connection with an HTTP/1.1 429 naming the
+// bound (reason) and closes it, on a goroutine of its own: it writes the
+// response, closes its side and reads what the client sent until the
+// client closes too (closing with unread bytes would reset the connection
+// and could lose the response), within turnAwayWait. A client speaking
+// HTTP/2 or TLS sees its connection fail, as before; the log and
+// ringcast_limit_rejections_total say why.
+func (ln *listener) turnAway(c net.Conn, reason string) {
+	select {
+	case ln.turning <- struct{}{}:
+	default:
+		_ = c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-ln.turning }()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(turnAwayWait))
+		body := "resource_exhausted: " + reason + "\n"
+		_, _ = io.WriteString(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\n"+
+			"Connection: close\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	}()
 }
 
 func (ln *listener) Accept() (net.Conn, error) {
@@ -118,8 +162,7 @@ func (ln *listener) Accept() (net.Conn, error) {
 		if n := ln.active.Add(1); ln.max >= 0 && n > ln.max {
 			ln.active.Add(-1)
 			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			ln.l.refuseConn("ip:"+host, Conns, int(ln.max)) // counted before the client can see the close
-			_ = c.Close()
+			ln.turnAway(c, ln.l.refuseConn("ip:"+host, Conns, int(ln.max))) // counted before the client can see the refusal
 			continue
 		}
 		id := ""
@@ -133,8 +176,7 @@ func (ln *listener) Accept() (net.Conn, error) {
 			ln.mu.Unlock()
 			if over {
 				ln.active.Add(-1)
-				ln.l.refuseConn(id, ConnsPerClient, ln.perClient)
-				_ = c.Close()
+				ln.turnAway(c, ln.l.refuseConn(id, ConnsPerClient, ln.perClient))
 				continue
 			}
 		}
