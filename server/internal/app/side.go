@@ -21,7 +21,7 @@ const sideMaxConns = 64
 // else, with the main port's header and idle timeouts. writeTimeout (0:
 // none) bounds writing a response.
 func sideEdge(cfg Config, lim *limit.Limiter, ln net.Listener, h http.Handler, writeTimeout time.Duration) (net.Listener, *http.Server) {
-	return lim.Listener(ln, sideMaxConns, sideMaxConns/4), &http.Server{
+	return lim.SideListener(ln, sideMaxConns, sideMaxConns/4), &http.Server{
 		Handler:           edge.SideHandler(h, cfg.Edge.ReadTimeout, cfg.AllowedHosts, cfg.Logger),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.Edge.IdleTimeout,

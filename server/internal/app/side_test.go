@@ -90,7 +90,16 @@ func checkSideEdge(t *testing.T, addr, path string) {
 	}
 	defer extra.Close()
 	_ = extra.SetReadDeadline(time.Now().Add(20 * time.Second)) // a hang guard only
-	if _, err := extra.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+	xr := bufio.NewReader(extra)
+	refused, err := http.ReadResponse(xr, nil)
+	if err != nil {
+		t.Fatalf("connection 17 of one client: %v, want a 429", err)
+	}
+	reason, _ := io.ReadAll(refused.Body)
+	if refused.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(reason), "side listener") {
+		t.Fatalf("connection 17 of one client: %d %q, want a 429 naming the side listener's bound", refused.StatusCode, reason)
+	}
+	if _, err := xr.ReadByte(); err == nil || isTimeout(err) {
 		t.Fatalf("connection 17 of one client was not closed: %v", err)
 	}
 }

@@ -105,6 +105,17 @@ func (l *Limiter) Listener(ln net.Listener, max, perClient int) net.Listener {
 		turning: make(chan struct{}, maxTurning)}
 }
 
+// SideListener is Listener for a side listener (--metrics-addr,
+// --pprof-addr), whose bounds are fixed: its refusals say so rather than
+// name the main port's flags.
+func (l *Limiter) SideListener(ln net.Listener, max, perClient int) net.Listener {
+	sl := l.Listener(ln, max, perClient)
+	if ll, ok := sl.(*listener); ok {
+		ll.side = true
+	}
+	return sl
+}
+
 type listener struct {
 	net.Listener
 	l         *Limiter
@@ -114,6 +125,7 @@ type listener struct {
 	mu        sync.Mutex
 	byClient  map[string]int // open connections per client (perClient >= 0)
 	turning   chan struct{}  // a slot per connection being turned away
+	side      bool           // a side listener's (SideListener)
 }
 
 // maxTurning bounds the refused connections told why at once; past it, a
@@ -162,7 +174,7 @@ func (ln *listener) Accept() (net.Conn, error) {
 		if n := ln.active.Add(1); ln.max >= 0 && n > ln.max {
 			ln.active.Add(-1)
 			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			ln.turnAway(c, ln.l.refuseConn("ip:"+host, Conns, int(ln.max))) // counted before the client can see the refusal
+			ln.turnAway(c, ln.l.refuseConn("ip:"+host, Conns, int(ln.max), ln.side)) // counted before the client can see the refusal
 			continue
 		}
 		id := ""
@@ -176,7 +188,7 @@ func (ln *listener) Accept() (net.Conn, error) {
 			ln.mu.Unlock()
 			if over {
 				ln.active.Add(-1)
-				ln.turnAway(c, ln.l.refuseConn(id, ConnsPerClient, ln.perClient))
+				ln.turnAway(c, ln.l.refuseConn(id, ConnsPerClient, ln.perClient, ln.side))
 				continue
 			}
 		}

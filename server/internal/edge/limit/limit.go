@@ -315,16 +315,23 @@ func allowPublish[ID ~string | ~[]byte](l *Limiter, id ID, commits, size int) er
 // logs, and returns the refusal's reason: limit is Conns or
 // ConnsPerClient. The reason names the bound and how to raise it, so that
 // a benchmark or a proxy that opens many connections from one address is
-// not stopped without saying why.
-func (l *Limiter) refuseConn(id, limit string, max int) string {
+// not stopped without saying why; a side listener's (side) are fixed.
+func (l *Limiter) refuseConn(id, limit string, max int, side bool) string {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	msg := fmt.Sprintf("the server holds %d connections, the most it allows (--max-conns, by default 80%% of the open-file limit, %d here): "+
-		"raise the open-file limit (ulimit -n; LimitNOFILE under systemd) and --max-conns", max, OpenFileLimit())
-	if limit == ConnsPerClient {
+	var msg string
+	switch {
+	case side && limit == ConnsPerClient:
+		msg = fmt.Sprintf("this client (%s) holds %d connections to this side listener, the most one client may (a fixed bound of --metrics-addr and --pprof-addr)", id, max)
+	case side:
+		msg = fmt.Sprintf("this side listener holds %d connections, the most it allows (a fixed bound of --metrics-addr and --pprof-addr)", max)
+	case limit == ConnsPerClient:
 		msg = fmt.Sprintf("this client (%s) holds %d connections, the most one client may (--max-conns-per-client, by default a quarter of --max-conns): "+
 			"raise it, or set -1 for no bound, when many connections come from one address (a load generator, a proxy)", id, max)
+	default:
+		msg = fmt.Sprintf("the server holds %d connections, the most it allows (--max-conns, by default 80%% of the open-file limit, %d here): "+
+			"raise the open-file limit (ulimit -n; LimitNOFILE under systemd) and --max-conns", max, OpenFileLimit())
 	}
 	l.refuse(id, l.get(id, now), now, &Error{Limit: limit, msg: msg})
 	return msg
