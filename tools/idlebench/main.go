@@ -548,6 +548,18 @@ var (
 // commit are recorded.
 func (s *sub) read(cn net.Conn, caughtUp func(), commits chan<- struct{}) error {
 	br := bufio.NewReaderSize(cn, 1024)
+	// A stream the server turned away (a connection cap, a stream cap)
+	// says why in its response's body: that is the stream's error.
+	// The head is read as HTTP; a 200's body, the events, straight from
+	// br (the SSE face sends it unchunked).
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
+	}
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {

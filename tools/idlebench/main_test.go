@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 // is sent to every stream as a commit carrying its data.
 type fakeServer struct {
 	interval time.Duration
+	max      int // streams served; past it, a 429 (0: no bound)
 	mu       sync.Mutex
+	served   int // /events requests
 	conns    []net.Conn
 	from     map[string]int // streams per source address
 }
@@ -40,6 +42,14 @@ type fakeServer struct {
 func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/events":
+		f.mu.Lock()
+		over := f.max > 0 && f.served >= f.max
+		f.served++
+		f.mu.Unlock()
+		if over {
+			http.Error(w, "resource_exhausted: over the fake's bound", http.StatusTooManyRequests)
+			return
+		}
 		c, _, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			return
@@ -116,6 +126,31 @@ func TestStreamsFromSeveralProcessesAndAddresses(t *testing.T) {
 		if f.from[a] == 0 {
 			t.Errorf("no stream from %s: %v", a, f.from)
 		}
+	}
+}
+
+// TestTurnedAwayStreamsSayWhy: streams the server refuses are counted as
+// failed, with the refusal's status and reason, and the others are
+// measured as usual.
+func TestTurnedAwayStreamsSayWhy(t *testing.T) {
+	f := &fakeServer{interval: 100 * time.Millisecond, max: 7, from: map[string]int{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	defer f.close()
+	var out bytes.Buffer
+	var errs syncBuffer
+	err := run([]string{"-server", srv.URL, "-streams", "10", "-heartbeat", "100ms", "-hold", "300ms", "-settle", "0", "-timeout", "2m"},
+		strings.NewReader(""), &out, &errs)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errs.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("result %q: %v", out.String(), err)
+	}
+	if res.Opened != 7 || res.Failed != 3 || res.CommitReached != 7 ||
+		!strings.Contains(res.FirstError, "429 Too Many Requests") || !strings.Contains(res.FirstError, "over the fake's bound") {
+		t.Fatalf("result %+v, want 7 open and 3 failed with the 429's reason", res)
 	}
 }
 

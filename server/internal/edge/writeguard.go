@@ -167,9 +167,9 @@ func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // guarded until it is closed.
 type guardedConn struct {
 	net.Conn
-	g     *WriteGuard
-	clock writeClock
-	once  sync.Once
+	g      *WriteGuard
+	clock  writeClock
+	closed atomic.Bool // not a sync.Once: a parked stream holds one of these, 16 bytes smaller
 }
 
 func (c *guardedConn) Write(p []byte) (int, error) {
@@ -179,11 +179,11 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 }
 
 func (c *guardedConn) Close() error {
-	c.once.Do(func() {
+	if c.closed.CompareAndSwap(false, true) {
 		c.g.mu.Lock()
 		delete(c.g.conns, c)
 		c.g.mu.Unlock()
-	})
+	}
 	return c.Conn.Close()
 }
 

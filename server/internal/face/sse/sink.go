@@ -22,9 +22,8 @@ import (
 // stream runs on one of the hub's workers only while it has something to
 // do.
 type sink struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	pending stream.Batch // what waits for Flush
+	w       http.ResponseWriter // nil once the connection is taken over
+	pending stream.Batch        // what waits for Flush
 	h       *Handler
 
 	// A parkingSink's:
@@ -34,7 +33,7 @@ type sink struct {
 }
 
 func newSink(w http.ResponseWriter) *sink {
-	return &sink{w: w, rc: http.NewResponseController(w)}
+	return &sink{w: w}
 }
 
 // write adds frame b to the batch (stream.Batch.Add: bounded by bytes, a
@@ -54,6 +53,11 @@ func (s *sink) out(b []byte) error {
 }
 
 func (s *sink) writeString(str string) { s.pending.AppendString(str) }
+
+// controller controls the response. It is made where it is used (on the
+// caller's stack) rather than kept, which would cost every stream, a
+// parked one included, its bytes.
+func (s *sink) controller() *http.ResponseController { return http.NewResponseController(s.w) }
 
 var (
 	_ hub.EventSink = (*sink)(nil)
@@ -103,7 +107,7 @@ func (s *sink) Flush() error {
 	if s.conn != nil {
 		return nil // written straight to the connection
 	}
-	return s.rc.Flush()
+	return s.controller().Flush()
 }
 
 // parkingSink is the sink of a stream that may park (hub.Parker): one over
@@ -131,7 +135,7 @@ func (p parkingSink) Park() bool {
 	s.h.addParked(s)
 	// Hijack flushes the response, and the writer it returns is empty:
 	// the connection is all there is.
-	conn, _, err := s.rc.Hijack()
+	conn, _, err := s.controller().Hijack()
 	if err != nil {
 		s.refused = true
 		s.h.removeParked(s)
@@ -140,7 +144,7 @@ func (p parkingSink) Park() bool {
 	s.h.mu.Lock() // Close reads it
 	s.conn = conn
 	s.h.mu.Unlock()
-	s.w, s.rc = nil, nil
+	s.w = nil
 	return true
 }
 
