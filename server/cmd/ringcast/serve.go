@@ -114,6 +114,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := noArguments(fs); err != nil {
+		return err
+	}
 	if err := checkBounds(fs, serveBounds); err != nil {
 		// Reported with the rest of the config's errors, but each flag
 		// once: the config's own about a flag out of bounds are dropped.

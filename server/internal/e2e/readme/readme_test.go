@@ -620,8 +620,15 @@ func (e *env) runNode(name string, b block) {
 		e.t.Errorf("%s: the Node snippet: %v\nstderr:\n%s\nthe program:\n%s", name, err, stderr.String(), text)
 		return
 	}
+	if m := bigintLiteral.FindString(line); m != "" {
+		e.t.Errorf("%s: the Node snippet printed a bigint as %q (console.log of a bigint): print seqs with String(…)\n%s", name, strings.TrimSpace(m), line)
+	}
 	e.t.Logf("%s ok (stopped at its first line): %s", name, line)
 }
+
+// bigintLiteral is how console.log prints a bigint, 12n: a README snippet
+// prints seqs as a person reads them (String(item.seq): 12).
+var bigintLiteral = regexp.MustCompile(`(^|[\s\[{(,:])[0-9]+n($|[\s\]}),])`)
 
 // server is a `ringcast serve` the test started.
 type server struct {
