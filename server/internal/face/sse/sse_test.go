@@ -188,7 +188,7 @@ func TestUnresumableIDs(t *testing.T) {
 			{"other epoch", ringcastv1.Reason_REASON_EPOCH_MISMATCH, func(t *testing.T, srv *ringtest.Server) string {
 				seq := publish(t, srv.Hub(), "a/1")
 				if store.Durable { // a restart keeps the stream's epoch (TestResumeAfterRestart)
-					return sse.FormatID(srv.Hub().Epoch()^1, seq)
+					return sse.FormatID(srv.Hub().Epoch()^1, seq, 0)
 				}
 				stale := id(srv.Hub(), seq)
 				srv.Restart()
