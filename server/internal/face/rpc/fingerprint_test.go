@@ -145,4 +145,3 @@ func indexOf(seqs []uint64, s uint64) int {
 	}
 	return -1
 }
-
