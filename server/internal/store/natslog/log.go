@@ -66,10 +66,14 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives lifecycle logs. Default: discard.
 	Logger *slog.Logger
-	// Recover makes Open serve a damaged stream (see DamagedError) under a
-	// new epoch, logged at Warn, instead of refusing it. Open then first
-	// reads every commit and removes those whose bytes do not match their
-	// checksum (holes the new epoch accepts).
+	// Recover makes Open serve the stream under a new epoch, logged at
+	// Warn: a damaged stream (see DamagedError) instead of refusing it, and
+	// a whole one too (a restored copy of an older store, whose seqs would
+	// otherwise be given again to other commits under the old epoch). Open
+	// then first reads every commit and removes those whose bytes do not
+	// match their checksum (holes the new epoch accepts). Every Open with
+	// Recover starts another epoch: use it for one start after a restore
+	// or damage, not on every start.
 	Recover bool
 }
 
