@@ -77,8 +77,8 @@ type consumer struct {
 	proto ringcast.Protocol
 	rec   *history.Consumer
 
-	mu       sync.Mutex
-	at       struct{ epoch, seq uint64 } // the last commit it was given whole (epochs as the history records them)
+	mu sync.Mutex
+	at struct{ epoch, seq uint64 } // the last commit it was given whole (epochs as the history records them)
 	// moved is the reason of the resync that took it to the log a
 	// restore put in place ("": none yet); guarded by mu.
 	moved    string
