@@ -54,6 +54,16 @@ func TokenExpired(err error) bool {
 	return errors.As(err, &ce) && ce.Code() == connect.CodeUnauthenticated && ce.Message() == tokenExpiredMessage
 }
 
+// KeyReused reports whether err is the server's refusal of a publish whose
+// idempotency key its publisher already used, within the dedupe window,
+// for a commit with other facts: code already_exists (docs/protocol.md,
+// "Publish"). It is permanent: Publish and PublishBatch return it at once.
+// A retry must send the same facts; a new commit needs a new key.
+func KeyReused(err error) bool {
+	var ce *connect.Error
+	return errors.As(err, &ce) && ce.Code() == connect.CodeAlreadyExists
+}
+
 // retryAfter is the wait the server asked for with a resource_exhausted
 // refusal (a per-client limit: its Retry-After header, in seconds), or 0.
 // A retry then waits at least that long, whatever the backoff says, so a

@@ -20,7 +20,7 @@
  */
 export { subscribe, Subscription, PERMANENT_CODES, isTokenExpired, TOKEN_EXPIRED_MESSAGE } from "./subscribe.js";
 export type { SubscribeOptions, ConnectionEvent } from "./subscribe.js";
-export { publish, publishBatch } from "./publish.js";
+export { publish, publishBatch, isKeyReused } from "./publish.js";
 export type { CommitInit, PublishOptions } from "./publish.js";
 export { outcome } from "./outcome.js";
 export type { PublishOutcome } from "./outcome.js";

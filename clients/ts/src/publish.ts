@@ -126,3 +126,14 @@ function randomKey(): string {
   globalThis.crypto.getRandomValues(b);
   return PUBLISH.idempotencyKeyPrefix + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }
+
+/**
+ * isKeyReused reports whether err is the server's refusal of a publish whose
+ * idempotency key its publisher already used, within the dedupe window, for
+ * a commit with other facts: code AlreadyExists (docs/protocol.md,
+ * "Publish"). It is permanent: publish rejects with it at once. A retry
+ * must send the same facts; a new commit needs a new key.
+ */
+export function isKeyReused(err: unknown): boolean {
+  return err instanceof ConnectError && err.code === Code.AlreadyExists;
+}

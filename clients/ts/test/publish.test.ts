@@ -2,9 +2,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 
-import { EventService, publishBatch } from "../src/index.js";
+import { EventService, isKeyReused, publish, publishBatch } from "../src/index.js";
 import { protocols, startServer, transportFor, type Server } from "./harness.js";
 
 const fact = (key: string, topic = "a/b") => ({ topic, type: "t", key, payload: { case: "data" as const, value: { n: 1 } } });
@@ -27,7 +27,7 @@ for (const protocol of protocols) {
         const rs = await publishBatch(transport, [
           { facts: [fact("1"), fact("2", "a/c")] },
           { facts: [fact("3")], idempotencyKey: "x" },
-          { facts: [fact("4")], idempotencyKey: "x" },
+          { facts: [fact("3")], idempotencyKey: "x" },
         ]);
         assert.deepEqual(
           rs.map((r) => [r.seq, r.duplicate, r.instanceEpoch]),
@@ -42,6 +42,17 @@ for (const protocol of protocols) {
           (e) => ConnectError.from(e).code === Code.InvalidArgument,
         );
         assert.equal(await head(), before + 2n, "a rejected batch appends nothing");
+        // A key sent again with other facts: refused at once, told by isKeyReused.
+        let calls = 0;
+        const counting: Transport = {
+          unary: (...args) => (calls++, transport.unary(...args)),
+          stream: (...args) => transport.stream(...args),
+        };
+        await assert.rejects(publish(counting, [fact("9")], { idempotencyKey: "x", attempts: 5 }), (e) => isKeyReused(e) && ConnectError.from(e).code === Code.AlreadyExists);
+        assert.equal(calls, 1, "a reused key is not retried");
+        assert.equal(isKeyReused(new ConnectError("x", Code.InvalidArgument)), false);
+        const dup = await publish(transport, [fact("3")], { idempotencyKey: "x" });
+        assert.deepEqual([dup.seq, dup.duplicate], [before + 2n, true], "the same facts still get the receipt");
       } finally {
         close();
       }

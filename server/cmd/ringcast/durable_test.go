@@ -131,7 +131,7 @@ func testEmbeddedRestart(t *testing.T, sig syscall.Signal) {
 		t.Fatalf("latest per key after %v: %v, want a=2 b=1", sig, latest)
 	}
 	res, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{
-		Facts: []*ringcastv1.Fact{keyed("b", 99)}, IdempotencyKey: "p1",
+		Facts: []*ringcastv1.Fact{keyed("b", 1)}, IdempotencyKey: "p1", // the same facts: a retry
 	}))
 	if err != nil || !res.Msg.Duplicate || res.Msg.Seq != receipts[1].Seq {
 		t.Fatalf("retried key after %v: %v, %v; want a duplicate of seq %d", sig, res, err, receipts[1].Seq)

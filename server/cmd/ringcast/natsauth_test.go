@@ -138,7 +138,7 @@ func TestServeOnJetStreamWithCredentialsFile(t *testing.T) {
 		"--store", "jetstream", "--nats-url", ns.ClientURL(), "--nats-creds", creds("ringcast", perms), "--nats-stream", "events")
 	r := publishAndRead(t, url)
 	again, err := ringcast.NewClient(url).RPC().Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{
-		Facts: []*ringcastv1.Fact{keyed("a", 2)}, IdempotencyKey: "p1",
+		Facts: []*ringcastv1.Fact{keyed("a", 1)}, IdempotencyKey: "p1",
 	}))
 	if err != nil || !again.Msg.Duplicate || again.Msg.Seq != r.Seq {
 		t.Fatalf("retried key: %v, %v; want a duplicate of seq %d", again, err, r.Seq)

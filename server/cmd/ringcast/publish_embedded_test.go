@@ -23,7 +23,7 @@ func TestPublishLinesOnTheEmbeddedStore(t *testing.T) {
 		`{"topic":"a/b","type":"t","key":"1"}`,
 		`[{"topic":"a/b","type":"t","key":"2"},{"topic":"a/c","type":"t","key":"3"}]`,
 		`{"facts":[{"topic":"a/b","type":"t","key":"4"}],"idempotencyKey":"k"}`,
-		`{"facts":[{"topic":"a/b","type":"t","key":"5"}],"idempotencyKey":"k"}`,
+		`{"facts":[{"topic":"a/b","type":"t","key":"4"}],"idempotencyKey":"k"}`,
 		`{"topic":"a/b","type":"t","key":"6"}`,
 	}, "\n")
 	type receipt struct {

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"connectrpc.com/connect"
@@ -50,9 +51,16 @@ func (l refusals) refused(ctx context.Context, procedure, remote string, err err
 	if !refusedCodes[code] {
 		return
 	}
-	l.log.LogAttrs(ctx, slog.LevelDebug, "request refused", slog.String("refusal", "request"),
+	attrs := []slog.Attr{slog.String("refusal", "request"),
 		slog.String("procedure", procedure), slog.String("code", code.String()),
-		slog.String("client", auth.ClientID(ctx, remote)), slog.String("error", err.Error()))
+		slog.String("client", auth.ClientID(ctx, remote)), slog.String("error", err.Error())}
+	// A store's condition is told to the client by its class only; its
+	// own words are for the log.
+	var d interface{ Detail() string }
+	if errors.As(err, &d) {
+		attrs = append(attrs, slog.String("detail", d.Detail()))
+	}
+	l.log.LogAttrs(ctx, slog.LevelDebug, "request refused", attrs...)
 }
 
 func (l refusals) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {

@@ -1461,8 +1461,12 @@ type PublishRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The commit's facts, 1..256. Their `index` is assigned by the server.
 	Facts []*Fact `protobuf:"bytes,1,rep,name=facts,proto3" json:"facts,omitempty"`
-	// Optional: a repeat within the dedupe window returns the original
-	// receipt with duplicate = true and appends nothing.
+	// Optional: a key in the publisher's own key space (the token's issuer
+	// and subject; one shared space without auth). A repeat with the same
+	// facts within the dedupe window returns the original receipt with
+	// duplicate = true and appends nothing; a repeat with other facts is
+	// refused (ALREADY_EXISTS). A key is kept exactly as its bytes, so it
+	// may hold no control characters and no leading or trailing whitespace.
 	IdempotencyKey string `protobuf:"bytes,2,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -1680,7 +1684,8 @@ func (x *PublishBatchResponse) GetReceipts() []*PublishResponse {
 
 type GetPublishOutcomeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The idempotency_key the publish was sent with.
+	// The idempotency_key the publish was sent with, in the caller's own
+	// key space.
 	IdempotencyKey string `protobuf:"bytes,1,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -1984,10 +1989,11 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\tmax_bytes\x18\x01 \x01(\x04R\bmaxBytes\x122\n" +
 	"\amax_age\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06maxAge\x12\x1f\n" +
 	"\vmax_commits\x18\x03 \x01(\x04R\n" +
-	"maxCommits\"y\n" +
+	"maxCommits\"\xbd\x02\n" +
 	"\x0ePublishRequest\x124\n" +
-	"\x05facts\x18\x01 \x03(\v2\x11.ringcast.v1.FactB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\x02R\x05facts\x121\n" +
-	"\x0fidempotency_key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\"\xa3\x01\n" +
+	"\x05facts\x18\x01 \x03(\v2\x11.ringcast.v1.FactB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\x02R\x05facts\x12\xf4\x01\n" +
+	"\x0fidempotency_key\x18\x02 \x01(\tB\xca\x01\xbaH\xc6\x01\xba\x01\xbd\x01\n" +
+	"\x15idempotency_key_exact\x12Ran idempotency key has no control characters and no leading or trailing whitespace\x1aPthis == '' || this.matches(r'^[^\\p{Cc}\\s\\p{Z}](?:[^\\p{Cc}]*[^\\p{Cc}\\s\\p{Z}])?$')r\x03\x18\x80\x01R\x0eidempotencyKey\"\xa3\x01\n" +
 	"\x0fPublishResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12%\n" +
 	"\x0einstance_epoch\x18\x02 \x01(\x06R\rinstanceEpoch\x129\n" +
@@ -1997,10 +2003,10 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\x13PublishBatchRequest\x12B\n" +
 	"\acommits\x18\x01 \x03(\v2\x1b.ringcast.v1.PublishRequestB\v\xbaH\b\x92\x01\x05\b\x01\x10\x80\bR\acommits\"P\n" +
 	"\x14PublishBatchResponse\x128\n" +
-	"\breceipts\x18\x01 \x03(\v2\x1c.ringcast.v1.PublishResponseR\breceipts\"O\n" +
-	"\x18GetPublishOutcomeRequest\x123\n" +
-	"\x0fidempotency_key\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x0eidempotencyKey\"\xb4\x01\n" +
+	"\breceipts\x18\x01 \x03(\v2\x1c.ringcast.v1.PublishResponseR\breceipts\"\x93\x02\n" +
+	"\x18GetPublishOutcomeRequest\x12\xf6\x01\n" +
+	"\x0fidempotency_key\x18\x01 \x01(\tB\xcc\x01\xbaH\xc8\x01\xba\x01\xbd\x01\n" +
+	"\x15idempotency_key_exact\x12Ran idempotency key has no control characters and no leading or trailing whitespace\x1aPthis == '' || this.matches(r'^[^\\p{Cc}\\s\\p{Z}](?:[^\\p{Cc}]*[^\\p{Cc}\\s\\p{Z}])?$')r\x05\x10\x01\x18\x80\x01R\x0eidempotencyKey\"\xb4\x01\n" +
 	"\x19GetPublishOutcomeResponse\x12\x18\n" +
 	"\aapplied\x18\x01 \x01(\bR\aapplied\x126\n" +
 	"\areceipt\x18\x02 \x01(\v2\x1c.ringcast.v1.PublishResponseR\areceipt\x12E\n" +

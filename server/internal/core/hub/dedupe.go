@@ -3,12 +3,17 @@ package hub
 import (
 	"fmt"
 	"time"
+	"unsafe"
 )
 
-// dedupe remembers publish receipts by idempotency key for a window of time,
-// holding at most limit keys, and at most perClient of them for any one
-// client (the hub refuses new keys past either, see room, rather than
-// forget a key still inside its window).
+// dedupe remembers publish receipts by idempotency key (Key.ID: the key in
+// its publisher's space) for a window of time, holding at most limit keys
+// and limit × KeyBytes bytes of what they keep, and at most perClient keys
+// and perClient × KeyBytes bytes for any one client (the hub refuses new
+// keys past either, see admit, rather than forget a key still inside its
+// window). What a key keeps is counted by entryCost: its entry, its ID and
+// its commit's topics (which Outcome's scoping needs for the whole window,
+// long after the commit left the ring).
 //
 // It serves the memory store only: with a Log, the Log deduplicates alone
 // (see publishLog), so that every replica answers a key alike.
@@ -20,7 +25,8 @@ import (
 type dedupe struct {
 	window    time.Duration
 	limit     int
-	perClient int // <= 0: no share
+	perClient int   // <= 0: no share
+	bytes     int64 // the cost of every entry held (entryCost)
 	byKey     map[string]*dedupeEntry
 	byClient  map[string]*dedupeClient
 	front     *dedupeEntry
@@ -28,8 +34,10 @@ type dedupe struct {
 }
 
 type dedupeEntry struct {
-	key     string
+	key     string // Key.ID
 	receipt Receipt
+	digest  Digest // the commit's facts: a reuse with others is ErrKeyReused
+	cost    int64  // entryCost
 	// topics are the commit's distinct topics, for Outcome's scoping: the
 	// commit may leave the ring long before its key leaves the table.
 	topics  []string
@@ -43,7 +51,28 @@ type dedupeEntry struct {
 type dedupeClient struct {
 	id          string
 	keys        int
+	bytes       int64
 	front, back *dedupeEntry
+}
+
+// KeyBytes is what the dedupe table allows each key it may hold to keep on
+// average: the table holds at most dedupe-keys × KeyBytes bytes, a client
+// at most dedupe-keys-per-client × KeyBytes (docs/limits.md). A key and
+// the topics of a one-fact commit take a few hundred bytes; a commit of
+// many long topics takes up to tens of KiB, and then the bytes, not the
+// count, bound how many such keys are held.
+const KeyBytes = 1 << 10
+
+// entryObj is the heap an entry takes besides its strings.
+var entryObj = int64(allocSize(int(unsafe.Sizeof(dedupeEntry{})))) + 48 // and its slot in byKey
+
+// entryCost is what an entry for key (Key.ID) with topics keeps on the heap.
+func entryCost(key string, topics []string) int64 {
+	n := entryObj + int64(allocSize(len(key))) + int64(allocSize(len(topics)*int(unsafe.Sizeof(""))))
+	for _, t := range topics {
+		n += int64(allocSize(len(t)))
+	}
+	return n
 }
 
 // newDedupe returns a table of limit keys remembered for window, perClient
@@ -54,15 +83,6 @@ func newDedupe(window time.Duration, limit, perClient int) *dedupe {
 	}
 	return &dedupe{window: window, limit: limit, perClient: perClient,
 		byKey: make(map[string]*dedupeEntry), byClient: make(map[string]*dedupeClient)}
-}
-
-// get returns the receipt recorded for key, if it has not expired.
-func (d *dedupe) get(key string, now time.Time) (Receipt, bool) {
-	e := d.entry(key, now)
-	if e == nil {
-		return Receipt{}, false
-	}
-	return e.receipt, true
 }
 
 // entry is key's entry, nil when key is unknown or expired.
@@ -97,15 +117,17 @@ func (d *dedupe) rememberedSince(boot, now time.Time) time.Time {
 
 func (d *dedupe) off() bool { return d.limit <= 0 || d.window <= 0 }
 
-// admit reports whether put can take n new keys of client without
-// forgetting a key still inside its window, or else a *DedupeFullError
-// saying when to retry (call get first: it drops the expired ones). More
-// new keys than one client may hold, or than the table holds, are refused
-// with ErrTooManyKeys: no wait would make room for them.
-func (d *dedupe) admit(client string, n int, now time.Time) error {
+// admit reports whether put can take n new keys of client costing bytes
+// (entryCost, summed) without forgetting a key still inside its window,
+// or else a *DedupeFullError saying when to retry (call get first: it
+// drops the expired ones). More new keys, or bytes, than one client may
+// hold, or than the table holds, are refused with ErrTooManyKeys: no wait
+// would make room for them.
+func (d *dedupe) admit(client string, n int, bytes int64, now time.Time) error {
 	if n == 0 || d.off() {
 		return nil
 	}
+	limitBytes, shareBytes := int64(d.limit)*KeyBytes, int64(d.perClient)*KeyBytes
 	switch {
 	case d.perClient > 0 && n > d.perClient:
 		return fmt.Errorf("%w: %d of them, more than one client may hold (dedupe-keys-per-client %d); publish them in smaller batches",
@@ -113,23 +135,37 @@ func (d *dedupe) admit(client string, n int, now time.Time) error {
 	case n > d.limit:
 		return fmt.Errorf("%w: %d of them, more than the dedupe table holds (dedupe-keys %d); publish them in smaller batches",
 			ErrTooManyKeys, n, d.limit)
+	case d.perClient > 0 && bytes > shareBytes:
+		return fmt.Errorf("%w: they would keep %d bytes, more than one client may hold (dedupe-keys-per-client %d × %d bytes); publish them in smaller batches",
+			ErrTooManyKeys, bytes, d.perClient, KeyBytes)
+	case bytes > limitBytes:
+		return fmt.Errorf("%w: they would keep %d bytes, more than the dedupe table holds (dedupe-keys %d × %d bytes); publish them in smaller batches",
+			ErrTooManyKeys, bytes, d.limit, KeyBytes)
 	}
-	if c := d.byClient[client]; d.perClient > 0 && c != nil && c.keys+n > d.perClient {
-		// Room for n comes when the client's (keys+n-perClient)-th oldest
-		// key expires.
-		e := c.front
-		for range c.keys + n - d.perClient - 1 {
+	if c := d.byClient[client]; d.perClient > 0 && c != nil && (c.keys+n > d.perClient || c.bytes+bytes > shareBytes) {
+		// Room comes when enough of the client's oldest keys expire for
+		// both its count and its bytes.
+		e, keys, held := c.front, c.keys, c.bytes
+		for {
+			keys, held = keys-1, held-e.cost
+			if keys+n <= d.perClient && held+bytes <= shareBytes {
+				break
+			}
 			e = e.nextOf
 		}
 		return &DedupeFullError{
 			RetryAfter: e.expires.Sub(now),
-			msg: fmt.Sprintf("hub: this client's share of the dedupe table (dedupe-keys-per-client %d) is full of idempotency keys still inside the dedupe window (it holds %d); retry later",
-				d.perClient, c.keys),
+			msg: fmt.Sprintf("hub: this client's share of the dedupe table (dedupe-keys-per-client %d, %d bytes) is full of idempotency keys still inside the dedupe window (it holds %d, %d bytes); retry later",
+				d.perClient, shareBytes, c.keys, c.bytes),
 		}
 	}
-	if len(d.byKey)+n > d.limit {
-		e := d.front
-		for range len(d.byKey) + n - d.limit - 1 {
+	if len(d.byKey)+n > d.limit || d.bytes+bytes > limitBytes {
+		e, keys, held := d.front, len(d.byKey), d.bytes
+		for {
+			keys, held = keys-1, held-e.cost
+			if keys+n <= d.limit && held+bytes <= limitBytes {
+				break
+			}
 			e = e.next
 		}
 		return &DedupeFullError{RetryAfter: e.expires.Sub(now), msg: ErrDedupeFull.Error()}
@@ -137,14 +173,16 @@ func (d *dedupe) admit(client string, n int, now time.Time) error {
 	return nil
 }
 
-// put records a receipt for client, and the commit's distinct topics;
-// the key must not be present. At the limit it forgets the oldest key:
-// the hub calls admit first and refuses instead.
-func (d *dedupe) put(client, key string, r Receipt, topics []string, now time.Time) {
+// put records a receipt for client, the digest of the commit's facts and
+// its distinct topics; the key (Key.ID) must not be present. At the limit
+// it forgets the oldest keys: the hub calls admit first and refuses
+// instead.
+func (d *dedupe) put(client, key string, r Receipt, digest Digest, topics []string, now time.Time) {
 	if d.off() {
 		return
 	}
-	for len(d.byKey) >= d.limit {
+	cost := entryCost(key, topics)
+	for d.front != nil && (len(d.byKey) >= d.limit || d.bytes+cost > int64(d.limit)*KeyBytes) {
 		d.drop()
 	}
 	c := d.byClient[client]
@@ -152,7 +190,9 @@ func (d *dedupe) put(client, key string, r Receipt, topics []string, now time.Ti
 		c = &dedupeClient{id: client}
 		d.byClient[client] = c
 	}
-	e := &dedupeEntry{key: key, receipt: r, topics: topics, expires: now.Add(d.window), client: c}
+	e := &dedupeEntry{key: key, receipt: r, digest: digest, cost: cost, topics: topics, expires: now.Add(d.window), client: c}
+	d.bytes += cost
+	c.bytes += cost
 	d.byKey[key] = e
 	if d.back != nil {
 		d.back.next = e
@@ -183,7 +223,9 @@ func (d *dedupe) drop() {
 		d.back = nil
 	}
 	delete(d.byKey, e.key)
+	d.bytes -= e.cost
 	c := e.client
+	c.bytes -= e.cost
 	c.front = e.nextOf
 	if c.front == nil {
 		c.back = nil

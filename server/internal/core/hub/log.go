@@ -103,6 +103,11 @@ var ErrLogDamaged = errors.New("hub: the log is damaged (acknowledged commits lo
 // discarded.
 var ErrTooOld = errors.New("hub: position below the log's first seq")
 
+// ErrStoreFull is wrapped by a Log's refusal of a commit for want of room
+// (its limits discard new commits, or its storage is exhausted): a
+// condition that passes, told to clients as such.
+var ErrStoreFull = errors.New("store full")
+
 // ErrUnavailable wraps a Log's failure to append: the publish was not
 // acknowledged and may be retried (with its idempotency key).
 var ErrUnavailable = errors.New("hub: log unavailable")

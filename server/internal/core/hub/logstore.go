@@ -236,8 +236,7 @@ func (h *Hub) publishLog(ctx context.Context, c Commit) (Receipt, error) {
 	}
 	r, err := h.log.Append(ctx, now, c)
 	if err != nil {
-		h.failIfReplaced(err)
-		return Receipt{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return Receipt{}, h.logError(err)
 	}
 	r.Epoch = h.epoch
 	// The receipt stands whether or not this hub receives the commit in
@@ -249,6 +248,17 @@ func (h *Hub) publishLog(ctx context.Context, c Commit) (Receipt, error) {
 		h.cfg.Observer.Published(len(c.Facts), time.Since(now))
 	}
 	return r, nil
+}
+
+// logError is the error of a Log's append: a refusal of the request
+// itself (ErrKeyReused, ErrBatchUnsupported) as it is, since retrying will
+// not help; anything else, the Log's failure, wrapping ErrUnavailable.
+func (h *Hub) logError(err error) error {
+	if errors.Is(err, ErrKeyReused) || errors.Is(err, ErrBatchUnsupported) {
+		return err
+	}
+	h.failIfReplaced(err)
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
 // logRange asks the Log for its range and remembers its first seq for

@@ -37,7 +37,7 @@ func (o PublishOutcome) Unknown() PublishOutcome {
 // Receipt.Epoch to zero; the hub fills it in.
 type OutcomeLog interface {
 	Log
-	Outcome(ctx context.Context, key string) (PublishOutcome, error)
+	Outcome(ctx context.Context, key Key) (PublishOutcome, error)
 }
 
 // ErrNoKey is returned by Hub.Outcome for an empty idempotency key.
@@ -47,12 +47,13 @@ var ErrNoKey = errors.New("hub: an idempotency key is required")
 // cannot say what became of a key (it does not implement OutcomeLog).
 var ErrOutcomeUnsupported = errors.New("hub: this store cannot read a publish's outcome")
 
-// Outcome reads, without writing, what became of a publish with key: on
-// memory from the dedupe table (RememberedSince: the later of the hub's
-// start and the dedupe window's start; now when dedupe is off), with a
-// Log from the Log (OutcomeLog). A draining hub still answers.
-func (h *Hub) Outcome(ctx context.Context, key string) (PublishOutcome, error) {
-	if key == "" {
+// Outcome reads, without writing, what became of a publish with key, in
+// its publisher's space only: on memory from the dedupe table
+// (RememberedSince: the later of the hub's start and the dedupe window's
+// start; now when dedupe is off), with a Log from the Log (OutcomeLog). A
+// draining hub still answers.
+func (h *Hub) Outcome(ctx context.Context, key Key) (PublishOutcome, error) {
+	if key.Name == "" {
 		return PublishOutcome{}, ErrNoKey
 	}
 	if h.log != nil {
@@ -77,7 +78,7 @@ func (h *Hub) Outcome(ctx context.Context, key string) (PublishOutcome, error) {
 	defer h.mu.RUnlock()
 	now := time.Now()
 	o := PublishOutcome{RememberedSince: h.dedupe.rememberedSince(h.boot, now)}
-	if e := h.dedupe.lookup(key, now); e != nil {
+	if e := h.dedupe.lookup(key.ID(), now); e != nil {
 		o.Applied, o.Receipt, o.Topics = true, e.receipt, e.topics
 	}
 	return o, nil

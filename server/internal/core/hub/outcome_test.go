@@ -28,21 +28,22 @@ func TestOutcomeOnMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if dup, err := h.Publish([]*ringcastv1.Fact{{Topic: "z", Type: "t"}}, "k"); err != nil || !dup.Duplicate {
+	retry := []*ringcastv1.Fact{{Topic: "a/1", Type: "t"}, {Topic: "b", Type: "t"}, {Topic: "a/1", Type: "t"}}
+	if dup, err := h.Publish(retry, "k"); err != nil || !dup.Duplicate {
 		t.Fatalf("retry %+v, %v: want a duplicate", dup, err)
 	}
-	o, err := h.Outcome(context.Background(), "k")
+	o, err := h.Outcome(context.Background(), hub.Key{Name: "k"})
 	if err != nil || !o.Applied || o.Receipt != r || !slices.Equal(o.Topics, []string{"a/1", "b"}) {
 		t.Fatalf("outcome %+v, %v: want applied with %+v and topics a/1, b", o, err, r)
 	}
-	o, err = h.Outcome(context.Background(), "unknown")
+	o, err = h.Outcome(context.Background(), hub.Key{Name: "unknown"})
 	if err != nil || o.Applied || o.RememberedSince.Before(before) || o.RememberedSince.After(time.Now()) {
 		t.Fatalf("unknown key: %+v, %v: want not applied, remembered since the hub's start", o, err)
 	}
 	if u := o.Unknown(); u.Applied || u.Topics != nil || !u.RememberedSince.Equal(o.RememberedSince) {
 		t.Fatalf("Unknown() = %+v", u)
 	}
-	if _, err := h.Outcome(context.Background(), ""); !errors.Is(err, hub.ErrNoKey) {
+	if _, err := h.Outcome(context.Background(), hub.Key{Name: ""}); !errors.Is(err, hub.ErrNoKey) {
 		t.Fatalf("empty key: %v, want ErrNoKey", err)
 	}
 }
@@ -53,7 +54,7 @@ type outcomeLog struct {
 	answer hub.PublishOutcome
 }
 
-func (l *outcomeLog) Outcome(context.Context, string) (hub.PublishOutcome, error) {
+func (l *outcomeLog) Outcome(context.Context, hub.Key) (hub.PublishOutcome, error) {
 	return l.answer, nil
 }
 
@@ -62,7 +63,7 @@ func (l *outcomeLog) Outcome(context.Context, string) (hub.PublishOutcome, error
 // on the receipt and remembered_since no later than now.
 func TestOutcomeWithALog(t *testing.T) {
 	h := newLogHub(t, newSliceLog(testLogEpoch), 4)
-	if _, err := h.Outcome(context.Background(), "k"); !errors.Is(err, hub.ErrOutcomeUnsupported) {
+	if _, err := h.Outcome(context.Background(), hub.Key{Name: "k"}); !errors.Is(err, hub.ErrOutcomeUnsupported) {
 		t.Fatalf("a Log without Outcome: %v, want ErrOutcomeUnsupported", err)
 	}
 	at := time.Now()
@@ -70,7 +71,7 @@ func TestOutcomeWithALog(t *testing.T) {
 		Applied: true, Receipt: hub.Receipt{Seq: 3, Time: at}, Topics: []string{"a"}, RememberedSince: at.Add(time.Hour),
 	}}
 	h = newLogHub(t, l, 4)
-	o, err := h.Outcome(context.Background(), "k")
+	o, err := h.Outcome(context.Background(), hub.Key{Name: "k"})
 	if err != nil || o.Receipt != (hub.Receipt{Seq: 3, Epoch: testLogEpoch, Time: at}) || o.RememberedSince.After(time.Now()) {
 		t.Fatalf("outcome %+v, %v: want the Log's receipt with the epoch, remembered since no later than now", o, err)
 	}

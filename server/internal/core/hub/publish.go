@@ -10,10 +10,14 @@ import (
 )
 
 // Commit is one commit to publish (PublishCommit, PublishBatch): its facts,
-// an optional idempotency key and an optional traceparent.
+// an optional idempotency key in its publisher's key space (see Key) and an
+// optional traceparent.
 type Commit struct {
 	Facts          []*ringcastv1.Fact
 	IdempotencyKey string
+	// Publisher is the key space of IdempotencyKey: the face's name for
+	// the caller (auth.Publisher), "" for the one shared space.
+	Publisher string
 	// Traceparent is the W3C trace context of the publish, kept on the
 	// commit for consumers, on every store (empty: none).
 	Traceparent string
@@ -47,8 +51,10 @@ func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt,
 // afterwards; the caller must not use them again. Facts are validated at the
 // RPC edge; PublishCommit itself refuses, with an error wrapping
 // ErrInvalidFact, facts that could not be delivered to every subscriber (see
-// checkFacts). An idempotency key seen within the dedupe window returns the
-// original receipt with Duplicate set and appends nothing; a new one while
+// checkFacts). An idempotency key its publisher used within the dedupe
+// window returns the original receipt with Duplicate set and appends
+// nothing when the facts are the same, and is refused with ErrKeyReused
+// when they are not; a new one while
 // the dedupe table, or the publishing client's share of it
 // (ContextWithClient), is full of live keys is refused with a
 // *DedupeFullError (ErrDedupeFull). With a Log, the Log deduplicates (its
@@ -141,11 +147,25 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 	for _, c := range commits {
 		indexFacts(c.Facts)
 	}
+	// What each new key will keep, worked out before the lock.
+	var ids []string
+	var digests []Digest
+	var topics [][]string
+	for i, c := range commits {
+		if c.IdempotencyKey == "" {
+			continue
+		}
+		if ids == nil {
+			ids, digests, topics = make([]string, len(commits)), make([]Digest, len(commits)), make([][]string, len(commits))
+		}
+		ids[i], digests[i], topics[i] = c.Key().ID(), c.Digest(), CommitTopics(c.Facts)
+	}
 	h.mu.Lock()
 	now := h.nowLocked()
 	// Check everything before appending anything. dup[i] >= 0 names the
 	// earlier commit of this batch whose key commit i repeats.
 	fresh, newKeys := 0, 0
+	var newBytes int64
 	var dup []int
 	var keys map[string]int // first commit of this batch with each key
 	for i, c := range commits {
@@ -153,14 +173,25 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 			fresh++
 			continue
 		}
-		if r, ok := h.dedupe.get(c.IdempotencyKey, now); ok {
+		if e := h.dedupe.entry(ids[i], now); e != nil {
+			if e.digest != digests[i] {
+				h.mu.Unlock()
+				clear(receipts)
+				return KeyReused(i, len(commits))
+			}
 			// A retry of a publish that succeeded gets its receipt, even
 			// while draining.
+			r := e.receipt
 			r.Duplicate = true
 			receipts[i] = r
 			continue
 		}
-		if j, ok := keys[c.IdempotencyKey]; ok {
+		if j, ok := keys[ids[i]]; ok {
+			if digests[j] != digests[i] {
+				h.mu.Unlock()
+				clear(receipts)
+				return KeyReused(i, len(commits))
+			}
 			if dup == nil {
 				dup = make([]int, len(commits))
 				for k := range dup {
@@ -174,17 +205,18 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 			if keys == nil {
 				keys = make(map[string]int)
 			}
-			keys[c.IdempotencyKey] = i
+			keys[ids[i]] = i
 		}
 		fresh++
 		newKeys++
+		newBytes += entryCost(ids[i], topics[i])
 	}
 	if fresh > 0 && h.state != ringcastv1.ServerState_SERVER_STATE_SERVING {
 		h.mu.Unlock()
 		clear(receipts)
 		return ErrDraining
 	}
-	if err := h.dedupe.admit(client, newKeys, now); err != nil {
+	if err := h.dedupe.admit(client, newKeys, newBytes, now); err != nil {
 		h.mu.Unlock()
 		clear(receipts)
 		if errors.Is(err, ErrDedupeFull) {
@@ -206,7 +238,7 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 		h.appendLocked(ev)
 		receipts[i] = Receipt{Seq: ev.Seq, Epoch: h.epoch, Time: now}
 		if c.IdempotencyKey != "" {
-			h.dedupe.put(client, c.IdempotencyKey, receipts[i], CommitTopics(c.Facts), now)
+			h.dedupe.put(client, ids[i], receipts[i], digests[i], topics[i], now)
 		}
 	}
 	h.mu.Unlock()
@@ -221,6 +253,16 @@ func (h *Hub) publish(client string, commits []Commit, receipts []Receipt) error
 		}
 	}
 	return nil
+}
+
+// KeyReused is ErrKeyReused for commit i of a publish of n commits: in a
+// batch it names the commit, as the other refusals of one commit do.
+// Every store answers a reused key with it.
+func KeyReused(i, n int) error {
+	if n == 1 {
+		return ErrKeyReused
+	}
+	return fmt.Errorf("commits[%d].idempotency_key: %w", i, ErrKeyReused)
 }
 
 // appendLocked appends one commit event to the ring and the latest-per-key
@@ -254,12 +296,8 @@ func (h *Hub) publishBatchLog(ctx context.Context, commits []Commit) ([]Receipt,
 		return nil, ErrDraining
 	}
 	rs, err := bl.AppendBatch(ctx, now, commits)
-	if errors.Is(err, ErrBatchUnsupported) {
-		return nil, err // the store's setting, not an outage: retrying will not help
-	}
 	if err != nil {
-		h.failIfReplaced(err)
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, h.logError(err)
 	}
 	var top uint64
 	for i := range rs {

@@ -54,8 +54,8 @@ func TestPublishBatchDeduplicatesEachCommit(t *testing.T) {
 	}
 	rs, err := h.PublishBatch(context.Background(), []hub.Commit{
 		{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}, IdempotencyKey: "new"},
-		{Facts: []*ringcastv1.Fact{fact("a/b", "", 2)}, IdempotencyKey: "old"}, // seen before the batch
-		{Facts: []*ringcastv1.Fact{fact("a/b", "", 3)}, IdempotencyKey: "new"}, // seen earlier in the batch
+		{Facts: []*ringcastv1.Fact{fact("a/b", "", 0)}, IdempotencyKey: "old"}, // seen before the batch
+		{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}, IdempotencyKey: "new"}, // seen earlier in the batch
 		{Facts: []*ringcastv1.Fact{fact("a/b", "", 4)}},
 	})
 	if err != nil {
@@ -76,7 +76,7 @@ func TestPublishBatchDeduplicatesEachCommit(t *testing.T) {
 		t.Fatalf("head %d, want %d (two commits appended)", head, first.Seq+2)
 	}
 	// A later retry of a key first seen in a batch is a duplicate too.
-	r, err := h.Publish([]*ringcastv1.Fact{fact("a/b", "", 5)}, "new")
+	r, err := h.Publish([]*ringcastv1.Fact{fact("a/b", "", 1)}, "new")
 	if err != nil || !r.Duplicate || r.Seq != first.Seq+1 {
 		t.Fatalf("retry: %+v, %v", r, err)
 	}
@@ -91,7 +91,7 @@ func TestPublishBatchWhileDrainingAppendsNothing(t *testing.T) {
 	h.Drain()
 	_, head := h.Bounds()
 	_, err = h.PublishBatch(context.Background(), []hub.Commit{
-		{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}, IdempotencyKey: "done"},
+		{Facts: []*ringcastv1.Fact{fact("a/b", "", 0)}, IdempotencyKey: "done"},
 		{Facts: []*ringcastv1.Fact{fact("a/b", "", 2)}},
 	})
 	if !errors.Is(err, hub.ErrDraining) {
@@ -101,7 +101,7 @@ func TestPublishBatchWhileDrainingAppendsNothing(t *testing.T) {
 		t.Fatalf("head moved %d → %d", head, now)
 	}
 	// All duplicates: the receipts, even while draining.
-	rs, err := h.PublishBatch(context.Background(), []hub.Commit{{Facts: []*ringcastv1.Fact{fact("a/b", "", 1)}, IdempotencyKey: "done"}})
+	rs, err := h.PublishBatch(context.Background(), []hub.Commit{{Facts: []*ringcastv1.Fact{fact("a/b", "", 0)}, IdempotencyKey: "done"}})
 	if err != nil || len(rs) != 1 || !rs[0].Duplicate || rs[0].Seq != done.Seq {
 		t.Fatalf("duplicates while draining: %+v, %v", rs, err)
 	}

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -40,10 +41,31 @@ type Request struct {
 // ErrExpired ends a stream whose Request.Expiry has passed.
 var ErrExpired = errors.New("hub: stream expired")
 
-// RequestFromProto converts a validated SubscribeEventsRequest.
-func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request {
+// ErrInvalidRequest is wrapped by RequestFromProto's refusal of a request
+// the hub cannot serve as asked: every face answers it as invalid.
+var ErrInvalidRequest = errors.New("invalid request")
+
+// invalidSinceTime is RequestFromProto's refusal of a since_time, out of
+// line: a stream's goroutine keeps the stack its deepest call needed.
+//
+//go:noinline
+func invalidSinceTime(seconds int64, nanos int32) error {
+	return fmt.Errorf("%w: since_time is not a valid timestamp (seconds %d, nanos %d): a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z, nanos 0 to 999999999",
+		ErrInvalidRequest, seconds, nanos)
+}
+
+// RequestFromProto converts a validated SubscribeEventsRequest. A
+// since_time that is not a valid google.protobuf.Timestamp (nanos outside
+// 0..999,999,999, or a time outside years 1 to 9999: binary protobuf can
+// carry any, JSON none) is refused with an error wrapping
+// ErrInvalidRequest, on every face: read as a time it would start the
+// stream anywhere, the whole history included.
+func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) (Request, error) {
 	var since time.Time
 	if ts := m.GetSinceTime(); ts != nil {
+		if !ts.IsValid() {
+			return Request{}, invalidSinceTime(ts.GetSeconds(), ts.GetNanos())
+		}
 		since = ts.AsTime()
 		if since.IsZero() {
 			// 0001-01-01T00:00:00Z, the earliest Timestamp, would read as
@@ -63,5 +85,5 @@ func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) Request
 		UntilSeq:         m.GetUntilSeq(),
 		EndAtHead:        m.GetEndAtHead(),
 		SinceTime:        since,
-	}
+	}, nil
 }

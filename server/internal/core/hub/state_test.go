@@ -47,19 +47,19 @@ func TestStateTableKeepsLatestPerKeyInSeqOrderAndEvictsLeastRecent(t *testing.T)
 func TestDedupeForgetsAfterWindowAndBeyondLimit(t *testing.T) {
 	now := time.Unix(1000, 0)
 	d := newDedupe(time.Minute, 2, -1)
-	d.put("", "a", Receipt{Seq: 1}, nil, now)
-	d.put("", "b", Receipt{Seq: 2}, nil, now.Add(time.Second))
-	if r, ok := d.get("a", now.Add(30*time.Second)); !ok || r.Seq != 1 {
+	d.put("", "a", Receipt{Seq: 1}, Digest{}, nil, now)
+	d.put("", "b", Receipt{Seq: 2}, Digest{}, nil, now.Add(time.Second))
+	if r, ok := d.getReceipt("a", now.Add(30*time.Second)); !ok || r.Seq != 1 {
 		t.Fatalf("a within the window: %v %v", r, ok)
 	}
-	d.put("", "c", Receipt{Seq: 3}, nil, now.Add(2*time.Second)) // over the limit: a (oldest) goes
-	if _, ok := d.get("a", now.Add(3*time.Second)); ok {
+	d.put("", "c", Receipt{Seq: 3}, Digest{}, nil, now.Add(2*time.Second)) // over the limit: a (oldest) goes
+	if _, ok := d.getReceipt("a", now.Add(3*time.Second)); ok {
 		t.Fatal("a survived the key limit")
 	}
-	if _, ok := d.get("b", now.Add(61*time.Second)); ok {
+	if _, ok := d.getReceipt("b", now.Add(61*time.Second)); ok {
 		t.Fatal("b survived its window")
 	}
-	if r, ok := d.get("c", now.Add(61*time.Second)); !ok || r.Seq != 3 {
+	if r, ok := d.getReceipt("c", now.Add(61*time.Second)); !ok || r.Seq != 3 {
 		t.Fatalf("c within its window: %v %v", r, ok)
 	}
 }

@@ -97,6 +97,22 @@ func Subject(ctx context.Context) (string, bool) {
 	return id.Subject, true
 }
 
+// Publisher is the key space of ctx's idempotency keys (hub.Key): "" for
+// the one shared space without auth; with a verified token, its issuer and
+// subject, so two publishers never share a key, and one publisher's keys
+// are the same whichever face, replica or token (of the same iss and sub)
+// it publishes with. Tokens without a sub share their issuer's space, and
+// tokens with neither iss nor sub share one space of their own, apart
+// from the space without auth. The form is the issuer's length, a colon,
+// the issuer, the subject: no two pairs give the same string.
+func Publisher(ctx context.Context) string {
+	id := FromContext(ctx)
+	if id == nil {
+		return ""
+	}
+	return "jwt:" + strconv.Itoa(len(id.Issuer)) + ":" + id.Issuer + id.Subject
+}
+
 // ClientID is the identity requests are accounted to: "sub:" and the
 // token's subject when auth is on, else "ip:" and the host part of
 // remoteAddr (an http.Request's RemoteAddr or a connect.Peer's Addr).

@@ -159,7 +159,7 @@ func (v *Verifier) Verify(token string) (*Identity, error) {
 	}
 	// The parser refused the token unless now < exp + Leeway: the same
 	// instant is the identity's Deadline, which ends its streams.
-	id := &Identity{Subject: c.Subject, Deadline: c.ExpiresAt.Time.Add(Leeway)}
+	id := &Identity{Issuer: c.Issuer, Subject: c.Subject, Deadline: c.ExpiresAt.Time.Add(Leeway)}
 	if c.Ringcast != nil {
 		id.Publish, id.Subscribe = Grant(c.Ringcast.Publish), Grant(c.Ringcast.Subscribe)
 	}
@@ -194,6 +194,9 @@ func (v *Verifier) keyFor(t *jwt.Token) (any, error) {
 
 // Identity is who a verified token speaks for and what it may do.
 type Identity struct {
+	// Issuer and Subject are the token's iss and sub ("" when it has
+	// none); together they name the publisher (Publisher).
+	Issuer    string
 	Subject   string
 	Publish   Grant
 	Subscribe Grant

@@ -26,7 +26,7 @@ func TestPublishBatchAppendsInOrderAndSubscribersSeeEachCommit(t *testing.T) {
 		res, err := c.PublishBatch(context.Background(), connect.NewRequest(&ringcastv1.PublishBatchRequest{Commits: []*ringcastv1.PublishRequest{
 			{Facts: []*ringcastv1.Fact{fact("a/b", "k1", 1), fact("a/c", "k2", 2)}, IdempotencyKey: "one"},
 			{Facts: []*ringcastv1.Fact{fact("a/b", "k3", 3)}},
-			{Facts: []*ringcastv1.Fact{fact("a/b", "k4", 4)}, IdempotencyKey: "one"},
+			{Facts: []*ringcastv1.Fact{fact("a/b", "k1", 1), fact("a/c", "k2", 2)}, IdempotencyKey: "one"}, // a retry within the batch
 		}}))
 		if err != nil {
 			t.Fatal(err)

@@ -242,7 +242,7 @@ func TestConcurrentDuplicatePublishesAppendOnce(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				res, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{
-					Facts: []*ringcastv1.Fact{fact("a/b", "", i)}, IdempotencyKey: "order-42",
+					Facts: []*ringcastv1.Fact{fact("a/b", "", 42)}, IdempotencyKey: "order-42",
 				}))
 				if err != nil {
 					t.Error(err)

@@ -66,7 +66,7 @@ func TestPublishOutcome(t *testing.T) {
 
 		r := keyed(t, c, "k1", fact("g/a", "a", 1), fact("g/b", "b", 2))
 		wantApplied(t, ringtest.Outcome(t, c, "k1"), r)
-		if dup := keyed(t, c, "k1", fact("g/a", "a", 3)); !dup.Duplicate {
+		if dup := keyed(t, c, "k1", fact("g/a", "a", 1), fact("g/b", "b", 2)); !dup.Duplicate {
 			t.Fatalf("retry %v, want a duplicate", dup)
 		}
 		wantApplied(t, ringtest.Outcome(t, c, "k1"), r)

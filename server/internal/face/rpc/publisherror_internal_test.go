@@ -1,8 +1,10 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -27,5 +29,47 @@ func TestPublishErrorOfAFullDedupeTable(t *testing.T) {
 	err := fmt.Errorf("%w: 5 of them", hub.ErrTooManyKeys)
 	if got := publishError(err); connect.CodeOf(got) != connect.CodeInvalidArgument {
 		t.Errorf("publishError(%v) = %v, want invalid_argument", err, got)
+	}
+}
+
+// TestStoreConditionsAreToldByTheirClass: an error of the store reaches the
+// client as its class alone, the same words whatever the store said —
+// never a stream's name, a seq, a key or the client library's message —
+// on publishes, outcomes and streams; the store's own words stay on the
+// error for the server's log (Detail). Errors of the request itself keep
+// the hub's words.
+func TestStoreConditionsAreToldByTheirClass(t *testing.T) {
+	secret := errors.New(`JetStream stream "tenant-b": the duplicate window names seq 4711 for Nats-Msg-Id "rk1-x", but that message carries "inv-7": nats: maximum payload exceeded`)
+	for _, tc := range []struct {
+		err  error
+		code connect.Code
+	}{
+		{fmt.Errorf("%w: %w", hub.ErrUnavailable, secret), connect.CodeUnavailable},
+		{fmt.Errorf("%w: %w: %w", hub.ErrUnavailable, hub.ErrLogDamaged, secret), connect.CodeUnavailable},
+		{fmt.Errorf("%w: %w: %w", hub.ErrUnavailable, hub.ErrLogReplaced, secret), connect.CodeUnavailable},
+		{fmt.Errorf("%w (%w)", hub.ErrBatchUnsupported, secret), connect.CodeUnimplemented},
+	} {
+		_, say, _ := codeOf(tc.err)
+		for name, got := range map[string]error{
+			"publish": publishError(tc.err),
+			"stream":  subscribeError(context.Background(), tc.err),
+		} {
+			var ce *connect.Error
+			if !errors.As(got, &ce) || ce.Code() != tc.code || ce.Message() != say {
+				t.Fatalf("%s: %v, want %v: %s", name, got, tc.code, say)
+			}
+			for _, leak := range []string{"tenant-b", "4711", "inv-7", "rk1-", "nats:", "JetStream"} {
+				if strings.Contains(ce.Message(), leak) {
+					t.Fatalf("%s: %q tells the client %q", name, ce.Message(), leak)
+				}
+			}
+			var d interface{ Detail() string }
+			if !errors.As(got, &d) || !strings.Contains(d.Detail(), "4711") {
+				t.Fatalf("%s: the store's words are not kept for the log", name)
+			}
+		}
+	}
+	if got := publishError(hub.KeyReused(1, 2)); connect.CodeOf(got) != connect.CodeAlreadyExists || !strings.Contains(got.Error(), "commits[1].idempotency_key") {
+		t.Fatalf("a reused key: %v, want already_exists in the hub's words", got)
 	}
 }

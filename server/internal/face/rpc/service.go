@@ -61,7 +61,10 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 		sink.batch.hold = true
 		defer func() { sink.batch.hold = false }()
 	}
-	hreq := hub.RequestFromProto(Face, req.Msg)
+	hreq, err := hub.RequestFromProto(Face, req.Msg)
+	if err != nil {
+		return publishError(err)
+	}
 	scope, err := auth.ScopeSubscribe(ctx, hreq.Topics)
 	if err != nil {
 		return authError(err)
@@ -78,6 +81,7 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 	c := hub.Commit{Facts: req.Msg.GetFacts(), IdempotencyKey: req.Msg.GetIdempotencyKey(), Traceparent: traceparent(ctx, req.Header())}
 	pctx := ctx
 	if c.IdempotencyKey != "" {
+		c.Publisher = auth.Publisher(ctx)
 		// Its new key takes from its client's share of the dedupe table.
 		pctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
 	}
@@ -101,11 +105,16 @@ func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcas
 		}
 		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey(), Traceparent: tp}
 	}
-	for _, c := range commits {
-		if c.IdempotencyKey != "" {
-			ctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
-			break
+	publisher := auth.Publisher(ctx)
+	client := false
+	for i := range commits {
+		if commits[i].IdempotencyKey != "" {
+			commits[i].Publisher = publisher
+			client = true
 		}
+	}
+	if client {
+		ctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
 	}
 	rs, err := s.hub.PublishBatch(ctx, commits)
 	if err != nil {
@@ -135,10 +144,11 @@ func (m *receiptMsg) set(r hub.Receipt) *ringcastv1.PublishResponse {
 }
 
 // GetPublishOutcome reads, without writing, what became of a publish by
-// its idempotency key (hub.Outcome). A caller who may not subscribe to
-// every topic of the commit gets exactly the answer for an unknown key.
+// its idempotency key in the caller's own key space (hub.Outcome,
+// auth.Publisher). A caller who may not subscribe to every topic of the
+// commit gets exactly the answer for an unknown key.
 func (s *Service) GetPublishOutcome(ctx context.Context, req *connect.Request[ringcastv1.GetPublishOutcomeRequest]) (*connect.Response[ringcastv1.GetPublishOutcomeResponse], error) {
-	o, err := s.hub.Outcome(ctx, req.Msg.GetIdempotencyKey())
+	o, err := s.hub.Outcome(ctx, hub.Key{Publisher: auth.Publisher(ctx), Name: req.Msg.GetIdempotencyKey()})
 	if err != nil {
 		return nil, publishError(err)
 	}

@@ -359,5 +359,9 @@ func parseQuery(r *http.Request) (query, error) {
 		}
 		return query{}, fmt.Errorf("bad query: %w", err)
 	}
-	return query{Request: hub.RequestFromProto(Face, m), QueryLastID: q.Get("lastEventId")}, nil
+	req, err := hub.RequestFromProto(Face, m)
+	if err != nil {
+		return query{}, fmt.Errorf("bad query: %s", strings.TrimPrefix(err.Error(), hub.ErrInvalidRequest.Error()+": "))
+	}
+	return query{Request: req, QueryLastID: q.Get("lastEventId")}, nil
 }

@@ -403,20 +403,23 @@ func TestLappedReaderEnds(t *testing.T) {
 // TestMalformedOrUnknownQueryIs400: a query the handler cannot read
 // whole — malformed escapes, ";" separators, unknown or repeated
 // parameters, a since_time that is not an RFC 3339 time or comes with a
-// lastEventId — is answered 400 naming the problem, never a stream of
+// lastEventId, or names a time no google.protobuf.Timestamp holds (before
+// year 1) — is answered 400 naming the problem, never a stream of
 // every topic.
 func TestMalformedOrUnknownQueryIs400(t *testing.T) {
 	forEachStore(t, func(t *testing.T, store ringtest.Store) {
 		srv := store.Start(t, ringtest.Config())
 		for q, want := range map[string]string{
-			"?topic=zzz;snapshot=bad":                                "malformed query",
-			"?topic=%zz":                                             "malformed query",
-			"?topics=gauges":                                         `unknown query parameter "topics"`,
-			"?topic=a&snapshot=retained&snapshot=bad":                "snapshot given 2 times",
-			"?lastEventId=a&lastEventId=b":                           "lastEventId given 2 times",
-			"?since_time=yesterday":                                  "since_time must be an RFC 3339 time",
-			"?since_time=2026-12-01":                                 "since_time must be an RFC 3339 time",
-			"?since_time=2026-12-01T09:00:00Z&since_time=2026-12-01": "since_time given 2 times",
+			"?topic=zzz;snapshot=bad":                                          "malformed query",
+			"?topic=%zz":                                                       "malformed query",
+			"?topics=gauges":                                                   `unknown query parameter "topics"`,
+			"?topic=a&snapshot=retained&snapshot=bad":                          "snapshot given 2 times",
+			"?lastEventId=a&lastEventId=b":                                     "lastEventId given 2 times",
+			"?since_time=yesterday":                                            "since_time must be an RFC 3339 time",
+			"?since_time=2026-12-01":                                           "since_time must be an RFC 3339 time",
+			"?since_time=0000-01-01T00:00:00Z":                                 "bad query: since_time is not a valid timestamp",
+			"?since_time=0001-01-01T00:00:00%2B01:00":                          "bad query: since_time is not a valid timestamp",
+			"?since_time=2026-12-01T09:00:00Z&since_time=2026-12-01":           "since_time given 2 times",
 			"?since_time=2026-12-01T09:00:00Z&lastEventId=" + id(srv.Hub(), 1): "since_time and lastEventId",
 		} {
 			resp, err := http.Get(srv.URL + "/events" + q)

@@ -56,16 +56,21 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 	done := make([]bool, len(commits)) // rs[i] is known: a duplicate
 	repeat := make(map[int]int)        // commit index -> earlier commit with its key
 	firstWith := make(map[string]int)
+	ids := make([]string, len(commits)) // msgID of each keyed commit
 	for i, c := range commits {
 		if c.IdempotencyKey == "" {
 			continue
 		}
-		if j, ok := firstWith[c.IdempotencyKey]; ok {
+		ids[i] = msgID(c.Key())
+		if j, ok := firstWith[ids[i]]; ok {
+			if c.Digest() != commits[j].Digest() {
+				return nil, hub.KeyReused(i, len(commits))
+			}
 			repeat[i] = j
 			done[i] = true
 			continue
 		}
-		firstWith[c.IdempotencyKey] = i
+		firstWith[ids[i]] = i
 	}
 	for attempt := 1; ; attempt++ {
 		var pending []int
@@ -98,7 +103,7 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 		}
 		keys := make(map[string]bool)
 		for _, i := range pending {
-			if k := commits[i].IdempotencyKey; k != "" {
+			if k := ids[i]; k != "" {
 				keys[k] = true
 			}
 		}
@@ -110,10 +115,15 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 			return nil, err
 		}
 		for _, i := range pending {
-			if r, ok := found[commits[i].IdempotencyKey]; ok {
-				r.Duplicate = true
-				rs[i], done[i] = r, true
+			o, ok := found[ids[i]]
+			if !ok {
+				continue
 			}
+			if o.digest != "" && o.digest != digestText(commits[i].Digest()) {
+				return nil, hub.KeyReused(i, len(commits))
+			}
+			o.Duplicate = true
+			rs[i], done[i] = o.Receipt, true
 		}
 	}
 	for i, j := range repeat {

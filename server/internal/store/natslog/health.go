@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ringcast/ringcast/server/internal/core/hub"
 )
 
 // Store conditions: every error of Available, and every error StoreError
@@ -18,7 +20,7 @@ var (
 	ErrStoreUnavailable = errors.New("store unavailable")
 	// ErrStoreFull: the stream or JetStream's storage takes no more
 	// commits (a limit with discard new, storage exhausted).
-	ErrStoreFull = errors.New("store full")
+	ErrStoreFull = hub.ErrStoreFull
 	// ErrStorageExhausted: JetStream refused a commit for want of storage
 	// (its storage limit or the disk), not by the stream's own limits; a
 	// StoreError wrapping it wraps ErrStoreFull too. Only a fall in the

@@ -26,8 +26,17 @@ const lookupTimeouts = 4
 // StreamInfo, to differ by.
 const cutoffMargin = 2 * time.Second
 
+// stored is what the stream holds of a key's original commit: its receipt
+// and its request's digest ("" when unknown: stored without one, or
+// discarded).
+type stored struct {
+	hub.Receipt
+	digest string
+}
+
 // lookupKeys finds, newest first, the commits of the stream's duplicate
-// window that carry one of keys as Nats-Msg-Id, and returns their receipts.
+// window that carry one of keys (msgID) as Nats-Msg-Id, and returns what
+// they hold of their publish.
 // It reads the window back from the stream's last message, a chunk at a
 // time, until every key is found, a message is older than the window (by
 // the NATS server's clock: the StreamInfo's time less the window and
@@ -45,7 +54,7 @@ const cutoffMargin = 2 * time.Second
 // asks JetStream's leader about those not found (resolveDiscarded).
 // Each request has the Log's timeout, and the read-back takes one of the
 // Log's read slots, as Read does.
-func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]hub.Receipt, error) {
+func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]stored, error) {
 	select {
 	case l.reads <- struct{}{}:
 		defer func() { <-l.reads }()
@@ -63,7 +72,7 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 	bound, cancelBound := context.WithTimeout(ctx, lookupTimeouts*l.opts.Timeout)
 	defer cancelBound()
 	first, last := info.State.FirstSeq, info.State.LastSeq
-	found := make(map[string]hub.Receipt)
+	found := make(map[string]stored)
 	const chunk = 256
 	for n, end := 1, last; end >= first && end > 0 && len(found) < len(keys); n++ {
 		from := max(first, end-min(end, chunk-1), 1)
@@ -87,7 +96,7 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 				return err
 			}
 			if r, ok := found[k]; !ok || r.Seq < seq {
-				found[k] = hub.Receipt{Seq: seq, Time: ev.Time} // the newest
+				found[k] = stored{hub.Receipt{Seq: seq, Time: ev.Time}, hdr.Get(digestHeader)} // the newest
 			}
 			return nil
 		})
@@ -117,7 +126,7 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 	return found, nil
 }
 
-// resolveDiscarded adds to found the receipts of the keys lookupKeys did
+// resolveDiscarded adds to found the originals of the keys lookupKeys did
 // not find but JetStream still holds in its duplicate window: keys whose
 // original the stream's limits (max messages, bytes or age) discarded, or
 // that the read-back did not reach. JetStream refuses every batch holding
@@ -125,7 +134,7 @@ func (l *Log) lookupKeys(ctx context.Context, keys map[string]bool) (map[string]
 // the original's seq (from keySeq, which stores nothing) and the original's
 // time if the stream still holds it, else the retry's. The remaining
 // commits are then published as a batch, whole or not at all.
-func (l *Log) resolveDiscarded(ctx context.Context, at time.Time, keys map[string]bool, found map[string]hub.Receipt) error {
+func (l *Log) resolveDiscarded(ctx context.Context, at time.Time, keys map[string]bool, found map[string]stored) error {
 	var missing []string
 	for k := range keys {
 		if _, ok := found[k]; !ok {
@@ -151,11 +160,14 @@ func (l *Log) resolveDiscarded(ctx context.Context, at time.Time, keys map[strin
 		if !ok {
 			continue
 		}
-		t, err := l.originalTime(ctx, seq, at)
+		t, digest, ok, err := l.original(ctx, seq)
 		if err != nil {
 			return err
 		}
-		found[k] = hub.Receipt{Seq: seq, Time: t}
+		if !ok {
+			t = at // discarded by the stream's limits: its time is gone
+		}
+		found[k] = stored{hub.Receipt{Seq: seq, Time: t}, digest}
 	}
 	return nil
 }

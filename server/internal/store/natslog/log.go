@@ -9,6 +9,7 @@ package natslog
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -302,17 +303,15 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	// A duplicate's PubAck carries the original's stream sequence (JetStream
 	// keeps it with the key for the duplicate window; a key whose original
 	// is still being stored is an error, retried by the client).
-	r := hub.Receipt{Seq: ack.Sequence, Time: at, Duplicate: ack.Duplicate}
 	if ack.Duplicate {
-		if r.Time, err = l.originalTime(ctx, ack.Sequence, at); err != nil {
-			return hub.Receipt{}, err
-		}
+		return l.duplicate(ctx, ack.Sequence, at, c, 0, 1)
 	}
-	return r, nil
+	return hub.Receipt{Seq: ack.Sequence, Time: at}, nil
 }
 
 // message is the stream message of one commit: the commit event in the
-// payload, its key as Nats-Msg-Id, its trace context as traceparent.
+// payload, its key as Nats-Msg-Id (msgID) with its request's digest
+// (digestHeader), its trace context as traceparent.
 func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	data, err := proto.Marshal(&ringcastv1.SubscribeEventsResponse{
 		EventTime: timestamppb.New(at),
@@ -325,7 +324,8 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	m.Data = data
 	m.Header.Set(jetstream.ExpectedStreamHeader, l.opts.Stream)
 	if c.IdempotencyKey != "" {
-		m.Header.Set(jetstream.MsgIDHeader, c.IdempotencyKey)
+		m.Header.Set(jetstream.MsgIDHeader, msgID(c.Key()))
+		m.Header.Set(digestHeader, digestText(c.Digest()))
 	}
 	if c.Traceparent != "" {
 		m.Header.Set(traceparentHeader, c.Traceparent)
@@ -333,6 +333,25 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	m.Header.Set(sumHeader, checksum(data, c.Traceparent))
 	return m, nil
 }
+
+// msgID is the Nats-Msg-Id of an idempotency key in its publisher's space:
+// "rk1-" and the unpadded base64url SHA-256 of hub.Key.ID. A header value
+// is not a key's bytes (the NATS client trims and folds whitespace in
+// headers, and a line end would end the header), and a hash of the exact
+// bytes is 47 characters of [A-Za-z0-9_-] whatever the key: no header
+// handling can merge two keys or split one. Keys stored before ringcast
+// scoped them by publisher were their own Nats-Msg-Id, which no msgID is.
+func msgID(k hub.Key) string {
+	sum := sha256.Sum256([]byte(k.ID()))
+	return "rk1-" + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// digestHeader keeps a keyed commit's request digest (hub.Digest), so a
+// reuse of its key with other facts is refused (hub.ErrKeyReused) on every
+// replica and after restarts.
+const digestHeader = "Ringcast-Digest"
+
+func digestText(d hub.Digest) string { return base64.RawURLEncoding.EncodeToString(d[:]) }
 
 // traceparentHeader is the message header that keeps a commit's trace
 // context, Commit.traceparent (docs/protocol.md, "Publish"), under the

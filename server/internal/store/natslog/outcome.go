@@ -32,7 +32,8 @@ var _ hub.OutcomeLog = (*Log)(nil)
 // when it holds none): JetStream forgets the keys of discarded messages
 // when it restarts. The question takes one of the Log's read slots, as
 // Read does.
-func (l *Log) Outcome(ctx context.Context, key string) (hub.PublishOutcome, error) {
+func (l *Log) Outcome(ctx context.Context, key hub.Key) (hub.PublishOutcome, error) {
+	id := msgID(key)
 	select {
 	case l.reads <- struct{}{}:
 		defer func() { <-l.reads }()
@@ -48,7 +49,7 @@ func (l *Log) Outcome(ctx context.Context, key string) (hub.PublishOutcome, erro
 		return hub.PublishOutcome{}, err
 	}
 	raft := info.Cluster != nil && info.Cluster.RaftGroup != ""
-	seq, known, err := l.keySeq(ctx, key, raft)
+	seq, known, err := l.keySeq(ctx, id, raft)
 	if err != nil {
 		return hub.PublishOutcome{}, l.condition(err)
 	}
@@ -71,8 +72,8 @@ func (l *Log) Outcome(ctx context.Context, key string) (hub.PublishOutcome, erro
 	if err != nil {
 		return hub.PublishOutcome{}, l.condition(err)
 	}
-	if id := hdr.Get(jetstream.MsgIDHeader); id != key {
-		return hub.PublishOutcome{}, fmt.Errorf("JetStream stream %q: the duplicate window names seq %d for key %q, but that message carries key %q", l.opts.Stream, seq, key, id)
+	if got := hdr.Get(jetstream.MsgIDHeader); got != id {
+		return hub.PublishOutcome{}, fmt.Errorf("JetStream stream %q: the duplicate window names seq %d for Nats-Msg-Id %q, but that message carries %q", l.opts.Stream, seq, id, got)
 	}
 	ev, err := l.decode(seq, hdr, data)
 	if err != nil {

@@ -26,7 +26,7 @@ func TestPublishOutcomeOnAnR3Stream(t *testing.T) {
 	rb := publishBatch(t, b, commit("", 3), commit("on-b", 4))[1]
 	for key, r := range map[string]hub.Receipt{"on-a": ra, "on-b": rb} {
 		for _, h := range []*hub.Hub{b, a} {
-			o, err := h.Outcome(ctx, key)
+			o, err := h.Outcome(ctx, hub.Key{Name: key})
 			if err != nil || !o.Applied || o.Receipt.Seq != r.Seq || o.Receipt.Epoch != r.Epoch || !o.Receipt.Time.Equal(r.Time) || o.Receipt.Duplicate || len(o.Topics) == 0 {
 				t.Fatalf("outcome of %s: %+v, %v, want applied with %+v", key, o, err, r)
 			}
@@ -34,7 +34,7 @@ func TestPublishOutcomeOnAnR3Stream(t *testing.T) {
 	}
 	for _, h := range []*hub.Hub{a, b} {
 		before := time.Now()
-		o, err := h.Outcome(ctx, "unknown")
+		o, err := h.Outcome(ctx, hub.Key{Name: "unknown"})
 		if err != nil || o.Applied || o.RememberedSince.After(time.Now()) || o.RememberedSince.Before(before.Add(-natslog.DefaultDuplicates)) {
 			t.Fatalf("unknown key: %+v, %v", o, err)
 		}

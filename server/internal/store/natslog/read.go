@@ -140,25 +140,45 @@ func (l *Log) directGet(ctx context.Context, from uint64, max int, each func(seq
 	}
 }
 
-// originalTime is the time of the commit at seq, as its receipt said; at
-// (the retry's time) when the stream's limits discarded it. The stream's
-// leader answers (leaderGet): seq was just reported by the leader, and a
-// replica behind it may not hold it yet.
-func (l *Log) originalTime(ctx context.Context, seq uint64, at time.Time) (time.Time, error) {
+// original is what the commit at seq holds of its publish: its time, as
+// its receipt said, and its request's digest (digestHeader; "" for a
+// commit stored without one). ok is false when the stream's limits
+// discarded it: both are gone.
+func (l *Log) original(ctx context.Context, seq uint64) (t time.Time, digest string, ok bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
 	hdr, data, err := l.leaderGet(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return at, nil // discarded by the stream's limits: its time is gone
+		return time.Time{}, "", false, nil
 	}
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", false, err
 	}
 	ev, err := l.decode(seq, hdr, data)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", false, err
 	}
-	return ev.Time, nil
+	return ev.Time, hdr.Get(digestHeader), true, nil
+}
+
+// duplicate is the receipt for a retry of c (at, commit i of n) that
+// JetStream answered with the seq of the original of its key: the
+// original's time (the retry's, at, when the limits discarded it), or
+// hub.KeyReused when the original was stored for other facts. An original
+// stored without a digest, or discarded, cannot be compared and is taken
+// as the same.
+func (l *Log) duplicate(ctx context.Context, seq uint64, at time.Time, c hub.Commit, i, n int) (hub.Receipt, error) {
+	t, digest, ok, err := l.original(ctx, seq)
+	if err != nil {
+		return hub.Receipt{}, err
+	}
+	if !ok {
+		t = at
+	}
+	if digest != "" && digest != digestText(c.Digest()) {
+		return hub.Receipt{}, hub.KeyReused(i, n)
+	}
+	return hub.Receipt{Seq: seq, Time: t, Duplicate: true}, nil
 }
 
 // leaderGet reads the message at seq through JetStream's message get API,
