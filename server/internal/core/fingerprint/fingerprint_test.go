@@ -52,3 +52,20 @@ func TestTextForm(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: Parse never panics, and what it accepts is non-zero and
+// formats back to exactly the input (a fingerprint has one spelling).
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"deadbeef", "00000000", "00000001", "DEADBEEF", "", "0123456789"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fp, ok := fingerprint.Parse(s)
+		if !ok {
+			return
+		}
+		if fp == 0 || fingerprint.Format(fp) != s {
+			t.Fatalf("Parse(%q) = %08x, which formats as %q", s, fp, fingerprint.Format(fp))
+		}
+	})
+}
