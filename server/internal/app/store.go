@@ -47,9 +47,10 @@ type Store struct {
 	NATSMaxMsgs  int64
 	// NATSConn, when set, is used instead of NATSURLs (tests, embedding).
 	NATSConn *nats.Conn
-	// Recover serves a damaged stream (acknowledged commits lost, holes,
-	// oldest commits gone without its limits discarding them) under a new
-	// epoch instead of refusing to start (--store-recover).
+	// Recover serves the stream under a new epoch (--store-recover): a
+	// restored one, or a damaged one (acknowledged commits lost, holes,
+	// oldest commits gone without its limits discarding them) instead of
+	// refusing to start.
 	Recover bool
 }
 

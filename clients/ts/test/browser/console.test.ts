@@ -194,7 +194,7 @@ describe("web console in Chromium", () => {
         "a gauge removed by the resync while in warning is an alert",
       );
       const cursor = (await page.locator("#cursor").textContent()) ?? "";
-      assert.ok(cursor.startsWith(`rc1.${formatEpoch(srv.epoch)}.`), `cursor moved to the new epoch: ${cursor}`);
+      assert.ok(cursor.startsWith(`rc2.${formatEpoch(srv.epoch)}.`), `cursor moved to the new epoch: ${cursor}`);
       // The trend lines keep the readings from before the restart and add
       // the new instance's, with a break at the restart (readings of two
       // epochs are never joined, however short the outage). Per gauge, by

@@ -257,6 +257,10 @@ type Hub struct {
 	failOnce    sync.Once
 	// dedupeRefused counts publishes refused with ErrDedupeFull.
 	dedupeRefused atomic.Uint64
+	// aheadWarned is when a cursor from the future was last logged (Unix
+	// nanoseconds), aheadQuiet how many were not logged since (see ahead).
+	aheadWarned atomic.Int64
+	aheadQuiet  atomic.Uint64
 
 	parkMu sync.Mutex
 	parked []*stream // parked streams to resume at the next wake-up (park.go)

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/fingerprint"
 )
 
 // Log is the hub's storage seam: where commits become durable and get their
@@ -112,7 +113,15 @@ var ErrStoreFull = errors.New("store full")
 var ErrUnavailable = errors.New("hub: log unavailable")
 
 // NewCommitEvent builds the event of a commit read from a Log, with the
-// W3C traceparent its publish had (empty: none).
+// W3C traceparent its publish had (empty: none), fingerprinted as the
+// memory store fingerprints its commits (by seq and time).
 func NewCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
 	return newCommitEvent(epoch, seq, at, facts, traceparent)
+}
+
+// NewStoredCommitEvent is NewCommitEvent with the fingerprint fp the Log
+// derives from what it stores of the commit (package fingerprint), the
+// same on every replica and across restarts. fp 0 is taken as 1.
+func NewStoredCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string, fp uint32) *Event {
+	return newCommitEventFP(epoch, seq, at, facts, traceparent, fingerprint.Of(fp))
 }

@@ -566,11 +566,11 @@ func (e *env) runGo(name string, b block) {
 	e.t.Logf("%s ok: first run %v, second run %v", name, first, second)
 }
 
-// after reports whether cursor a (rc1.<epoch>.<seq>.<fact>) is past b in
-// the same epoch.
+// after reports whether cursor a (rc2.<epoch>.<seq>.<fact>.<fingerprint>,
+// or rc1.<epoch>.<seq>.<fact>) is past b in the same epoch.
 func after(a, b string) bool {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	if len(pa) != 4 || len(pb) != 4 || pa[1] != pb[1] {
+	if len(pa) < 4 || len(pb) < 4 || pa[1] != pb[1] {
 		return false
 	}
 	num := func(s string) uint64 { n, _ := strconv.ParseUint(s, 10, 64); return n }

@@ -13,7 +13,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -27,6 +26,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/epoch"
+	"github.com/ringcast/ringcast/server/internal/core/fingerprint"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/settings"
 )
@@ -67,10 +67,14 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives lifecycle logs. Default: discard.
 	Logger *slog.Logger
-	// Recover makes Open serve a damaged stream (see DamagedError) under a
-	// new epoch, logged at Warn, instead of refusing it. Open then first
-	// reads every commit and removes those whose bytes do not match their
-	// checksum (holes the new epoch accepts).
+	// Recover makes Open serve the stream under a new epoch, logged at
+	// Warn: a damaged stream (see DamagedError) instead of refusing it, and
+	// a whole one too (a restored copy of an older store, whose seqs would
+	// otherwise be given again to other commits under the old epoch). Open
+	// then first reads every commit and removes those whose bytes do not
+	// match their checksum (holes the new epoch accepts). Every Open with
+	// Recover starts another epoch: use it for one start after a restore
+	// or damage, not on every start.
 	Recover bool
 }
 
@@ -359,32 +363,33 @@ const traceparentHeader = "traceparent"
 // when it is read, even where the NATS server does not check its own.
 const sumHeader = "Ringcast-Sum"
 
-// checksum is the CRC-32C of a commit message's payload and traceparent,
-// in hex.
+// checksum is the CRC-32C of a commit message's payload and traceparent
+// (fingerprint.Sum), in hex.
 func checksum(data []byte, traceparent string) string {
-	h := crc32.New(castagnoli)
-	_, _ = h.Write(data)
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(traceparent))
-	return strconv.FormatUint(uint64(h.Sum32()), 16)
+	return formatSum(fingerprint.Sum(data, traceparent))
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+func formatSum(sum uint32) string { return strconv.FormatUint(uint64(sum), 16) }
 
 // decode turns a stored commit message into the hub's event. A message
 // whose checksum does not match, or that does not decode, is an error
 // wrapping hub.ErrLogDamaged. A message without a checksum (stored before
 // commits carried one, or by an older replica) is taken as it is.
+//
+// The event's fingerprint is fingerprint.Of(the checksum), computed from
+// the stored bytes whether or not the message carries its checksum: every
+// replica and every restart derives the same one from the same commit.
 func (l *Log) decode(seq uint64, hdr nats.Header, data []byte) (*hub.Event, error) {
 	tp := hdr.Get(traceparentHeader)
-	if sum := hdr.Get(sumHeader); sum != "" && sum != checksum(data, tp) {
+	crc := fingerprint.Sum(data, tp)
+	if sum := hdr.Get(sumHeader); sum != "" && sum != formatSum(crc) {
 		return nil, &CorruptError{Stream: l.opts.Stream, Seq: seq}
 	}
 	var m ringcastv1.SubscribeEventsResponse
 	if err := proto.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: JetStream stream %q: the commit at seq %d does not decode: %w", hub.ErrLogDamaged, l.opts.Stream, seq, err)
 	}
-	return hub.NewCommitEvent(l.epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), tp), nil
+	return hub.NewStoredCommitEvent(l.epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), tp, fingerprint.Of(crc)), nil
 }
 
 // A CorruptError is the error of reading a commit whose bytes changed in

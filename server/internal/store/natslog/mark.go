@@ -67,7 +67,17 @@ type record struct {
 	First uint64 `json:"first"`
 	// Deleted is the holes a recovery accepted.
 	Deleted uint64 `json:"deleted"`
+	// Recovered is when Generation was last taken by a recovery (zero:
+	// never), so that the other replicas of a rollout started with
+	// Options.Recover take the same generation (see recoverGrace).
+	Recovered time.Time `json:"recovered,omitzero"`
 }
+
+// recoverGrace is how long after a recovery an Open with Options.Recover
+// of a whole stream takes that recovery's generation instead of a new one:
+// the other replicas of the rollout that recovered it. Past it, Recover on
+// a whole stream (a restored copy) starts another generation.
+const recoverGrace = 10 * time.Minute
 
 // epochOf is the epoch of a stream's generation: Epoch (name and creation
 // time) for generation 0, so that a stream never recovered keeps the epoch
@@ -272,12 +282,18 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 		if len(bad) > 0 {
 			d = append(d, fmt.Sprintf("%d commits are corrupted or cannot be read (seqs %s)", len(bad), seqList(bad)))
 		}
-		if len(d) > 0 {
+		now := time.Now()
+		restored := len(d) == 0 && l.opts.Recover && !(now.After(rec.Recovered) && now.Sub(rec.Recovered) < recoverGrace)
+		if len(d) > 0 || restored {
+			// With Recover a stream is served under a new epoch whether
+			// it is damaged or whole: a restored copy of an older store
+			// looks whole, yet would give its seqs again to other commits
+			// (unless a replica recovered it moments ago: its generation).
 			if !l.opts.Recover {
 				return &DamagedError{Stream: l.opts.Stream, Epoch: epochOf(l.opts.Stream, info.Created, gen), Damage: d}
 			}
 			old := epochOf(l.opts.Stream, info.Created, gen)
-			next := record{Created: info.Created, Generation: gen + 1, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted) + unreadable}
+			next := record{Created: info.Created, Generation: gen + 1, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted) + unreadable, Recovered: now}
 			nrev, err := l.putRecord(ctx, next, rev)
 			if err != nil {
 				return err
@@ -285,7 +301,12 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 				continue // another replica wrote first: check against its record
 			}
 			rec, rev, gen = next, nrev, next.Generation
-			l.opts.Logger.Warn("the JetStream stream is damaged; --store-recover: it is served under a NEW epoch, every consumer resyncs",
+			msg := "the JetStream stream is damaged; --store-recover: it is served under a NEW epoch, every consumer resyncs"
+			if len(d) == 0 {
+				msg = "--store-recover: the JetStream stream (restored, or recovered) is served under a NEW epoch, every consumer resyncs; start without --store-recover from now on"
+				d = append(d, "none found")
+			}
+			l.opts.Logger.Warn(msg,
 				"stream", l.opts.Stream, "damage", strings.Join(d, "; "),
 				"old_epoch", epoch.Format(old), "epoch", epoch.Format(epochOf(l.opts.Stream, info.Created, gen)),
 				"generation", gen, "first", st.FirstSeq, "last", st.LastSeq)
