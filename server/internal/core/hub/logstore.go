@@ -235,6 +235,9 @@ func (h *Hub) publishLog(ctx context.Context, c Commit) (Receipt, error) {
 		return Receipt{}, ErrDraining
 	}
 	r, err := h.log.Append(ctx, now, c)
+	if errors.Is(err, ErrCommitTooLarge) {
+		return Receipt{}, err // permanent: retrying will not help
+	}
 	if err != nil {
 		h.failIfReplaced(err)
 		return Receipt{}, fmt.Errorf("%w: %w", ErrUnavailable, err)

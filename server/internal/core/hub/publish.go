@@ -254,7 +254,7 @@ func (h *Hub) publishBatchLog(ctx context.Context, commits []Commit) ([]Receipt,
 		return nil, ErrDraining
 	}
 	rs, err := bl.AppendBatch(ctx, now, commits)
-	if errors.Is(err, ErrBatchUnsupported) {
+	if errors.Is(err, ErrBatchUnsupported) || errors.Is(err, ErrCommitTooLarge) {
 		return nil, err // the store's setting, not an outage: retrying will not help
 	}
 	if err != nil {

@@ -26,7 +26,8 @@ var codes = [...]struct {
 	{hub.ErrInvalidFact, connect.CodeInvalidArgument},
 	{hub.ErrTooManyKeys, connect.CodeInvalidArgument},
 	{hub.ErrNoKey, connect.CodeInvalidArgument},
-	{hub.ErrDedupeFull, connect.CodeResourceExhausted}, // with Retry-After (limit.Exhausted)
+	{hub.ErrCommitTooLarge, connect.CodeInvalidArgument}, // permanent: the store's max_payload, named in bytes
+	{hub.ErrDedupeFull, connect.CodeResourceExhausted},   // with Retry-After (limit.Exhausted)
 	{hub.ErrDraining, connect.CodeUnavailable},
 	{hub.ErrUnavailable, connect.CodeUnavailable},
 	{hub.ErrBatchUnsupported, connect.CodeUnimplemented},

@@ -71,6 +71,10 @@ type Options struct {
 	// reads every commit and removes those whose bytes do not match their
 	// checksum (holes the new epoch accepts).
 	Recover bool
+	// LargestCommit is the largest commit, in bytes, the server's request
+	// limits allow (hub.MaxCommitBytes). Open logs at Warn when the NATS
+	// server's max_payload cannot carry it. 0: no check.
+	LargestCommit int
 }
 
 func (o Options) withDefaults() Options {
@@ -213,6 +217,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	}
 	l.info = info.Config
 	l.saw(info.State.LastSeq)
+	l.warnPayload()
 	opts.Logger.Info("JetStream stream",
 		"stream", info.Config.Name, "epoch", epoch.Format(l.epoch), "created", info.Created,
 		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
@@ -327,6 +332,11 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 		m.Header.Set(traceparentHeader, c.Traceparent)
 	}
 	m.Header.Set(sumHeader, checksum(data, c.Traceparent))
+	// An atomic batch's headers (batch.go) take a few bytes more: within
+	// HeaderRoom, and the NATS client refuses the rest as nats.ErrMaxPayload.
+	if err := l.fits(m.Size()); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
