@@ -138,6 +138,9 @@ type Log struct {
 	markMu                 sync.Mutex
 	cached                 record // guarded by markMu, at revision rev (0: read again)
 	rev                    uint64
+	// bookErr is set while the record is known to be lost (bookkeeping.go):
+	// commits are refused before they reach the stream.
+	bookErr atomic.Pointer[BookkeepingError]
 }
 
 // saw records that the stream holds seq.
@@ -284,6 +287,9 @@ func (l *Log) Epoch() uint64 { return l.epoch }
 func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Receipt, error) {
 	m, err := l.message(at, c)
 	if err != nil {
+		return hub.Receipt{}, err
+	}
+	if err := l.refuseUnbooked(); err != nil {
 		return hub.Receipt{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)

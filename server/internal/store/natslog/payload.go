@@ -43,10 +43,16 @@ func (e *TooLargeError) Error() string {
 
 func (e *TooLargeError) Unwrap() error { return hub.ErrCommitTooLarge }
 
-// fits returns a TooLargeError when m is larger than the connection's
-// max_payload (the NATS client would refuse it with nats.ErrMaxPayload).
+// fits returns a TooLargeError when a message of size bytes is larger than
+// the connection's max_payload (the NATS client would refuse it with
+// nats.ErrMaxPayload) or the stream's max_msg_size (JetStream would refuse
+// it; in an atomic batch, without saying which).
 func (l *Log) fits(size int) error {
-	if limit := l.nc.MaxPayload(); limit > 0 && int64(size) > limit {
+	limit := l.nc.MaxPayload()
+	if m := int64(l.info.MaxMsgSize); m > 0 && (limit <= 0 || m < limit) {
+		limit = m
+	}
+	if limit > 0 && int64(size) > limit {
 		return &TooLargeError{Size: int64(size), Limit: limit}
 	}
 	return nil
