@@ -58,7 +58,15 @@ func startingHandler(cfg Config) http.Handler {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(errStarting.Error() + "\n"))
 	})
-	return edge.SideHandler(mux, cfg.Edge.ReadTimeout, cfg.AllowedHosts, cfg.Logger)
+	// The main edge's Host check and CORS, so that the starting server
+	// answers whom the server will.
+	return edge.Handler(mux, edge.Options{
+		ReadTimeout:  cfg.Edge.ReadTimeout,
+		CheckHost:    hostCheckApplies(cfg),
+		AllowedHosts: cfg.AllowedHosts,
+		CORSOrigins:  cfg.CORSOrigins,
+		Log:          cfg.Logger,
+	})
 }
 
 // refuseStarting answers every EventService call unavailable, with
