@@ -266,6 +266,9 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("store %s: %w", cfg.Store.Kind, err)
 	}
 	hubCfg.Log = log
+	if storeOpened != nil {
+		storeOpened()
+	}
 	var storeCheck func(context.Context) error
 	if a, ok := log.(availabler); ok {
 		storeCheck = a.Available
@@ -575,9 +578,9 @@ func loadCert(cfg Config) (*tls.Config, error) {
 
 func tlsListener(ln net.Listener, c *tls.Config) net.Listener { return tls.NewListener(ln, c) }
 
-// beforeStore, when set (tests), is called while Run serves the starting
-// handler, before the store is opened and read.
-var beforeStore func()
+// storeOpened, when set (tests), is called by New once the store is open
+// and before the hub reads it: a test holds the read there.
+var storeOpened func()
 
 // Run listens on cfg.Addr, logs it, and answers there at once as a server
 // that is starting (starting.go: alive, not ready) while it builds the
@@ -598,9 +601,6 @@ func Run(ctx context.Context, cfg Config) error {
 	dcfg.Logger.Info("ringcast listening: starting (alive, not ready until the store is read)", "addr", ln.Addr().String(),
 		"store", cmp.Or(cfg.Store.Kind, StoreMemory))
 	handOver := serveStarting(dcfg, ln)
-	if beforeStore != nil {
-		beforeStore()
-	}
 	s, err := NewContext(ctx, cfg)
 	ln = handOver()
 	if err != nil {

@@ -1,5 +1,5 @@
 package app
 
-// SetBeforeStore sets the hook Run calls before it opens and reads the
-// store (nil: none).
-func SetBeforeStore(f func()) { beforeStore = f }
+// SetStoreOpened sets the hook New calls once the store is open, before
+// the hub reads it (nil: none).
+func SetStoreOpened(f func()) { storeOpened = f }

@@ -18,15 +18,15 @@ import (
 )
 
 // TestAliveWhileTheStoreIsRead: Run listens at once and, while the store
-// is being read (held here by a hook before it is opened), answers as a
-// server starting: /healthz 200, /readyz 503, gRPC health NOT_SERVING on
+// is being read (held here by a hook once it is open, before the hub reads
+// it), answers as a server starting: /healthz 200, /readyz 503, gRPC health NOT_SERVING on
 // every protocol, every RPC unavailable with Retry-After on every protocol
 // (a publish, a subscribe), SSE 503 with Retry-After. Once the store is
 // read the same listener serves: ready, SERVING, a publish stored.
 func TestAliveWhileTheStoreIsRead(t *testing.T) {
 	release := make(chan struct{})
-	app.SetBeforeStore(func() { <-release })
-	t.Cleanup(func() { app.SetBeforeStore(nil) })
+	app.SetStoreOpened(func() { <-release })
+	t.Cleanup(func() { app.SetStoreOpened(nil) })
 	released := false
 	defer func() {
 		if !released {

@@ -274,6 +274,7 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 					continue
 				}
 				rec, rev, gen = next, nrev, next.Generation
+				bad = nil // the rebuild's new generation accepted them
 			} else {
 				// A stream that never held a commit: what it holds now is the baseline.
 				fresh := record{Created: info.Created, Generation: gen, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted)}
