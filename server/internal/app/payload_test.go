@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
@@ -64,6 +65,36 @@ func TestLargestCommitOnEmbeddedStore(t *testing.T) {
 		if got != len(facts) {
 			t.Fatalf("commit %d over %s read back with %d facts (%v), want %d", seq, p, got, stream.Err(), len(facts))
 		}
+	}
+}
+
+// TestJSONCommitLargerThanItsRequestOnEmbeddedStore: Connect JSON is
+// denser than the protobuf it decodes to: 256 facts of 5,000 numbers each
+// (about 2.6 MB of JSON, every fact under --max-fact-bytes) make a stored
+// commit of about 14 MB, which the embedded store takes
+// (hub.MaxCommitBytes sizes its max_payload by the facts as well as by the
+// request).
+func TestJSONCommitLargerThanItsRequestOnEmbeddedStore(t *testing.T) {
+	cfg := ringtest.Config()
+	cfg.Store = app.Store{Kind: app.StoreEmbedded, DataDir: t.TempDir()}
+	srv := ringtest.Start(t, cfg)
+	nums := make([]any, 5000)
+	for i := range nums {
+		nums[i] = 1.0
+	}
+	facts := make([]*ringcastv1.Fact, 256)
+	for i := range facts {
+		data, err := structpb.NewStruct(map[string]any{"a": nums})
+		if err != nil {
+			t.Fatal(err)
+		}
+		facts[i] = &ringcastv1.Fact{Topic: "big", Type: "payload.test", Payload: &ringcastv1.Fact_Data{Data: data}}
+	}
+	client := ringcastv1connect.NewEventServiceClient(srv.HTTPClient(ringtest.Protocols[0]), srv.URL, connect.WithProtoJSON())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := client.Publish(ctx, connect.NewRequest(&ringcastv1.PublishRequest{Facts: facts})); err != nil {
+		t.Fatalf("publish of 256 facts of 5,000 numbers as Connect JSON: %v", err)
 	}
 }
 
