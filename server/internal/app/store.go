@@ -104,7 +104,9 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 	switch {
 	case nc != nil:
 	case s.Kind == StoreEmbedded:
-		ns, err := natslog.StartServer(natslog.EmbeddedOptions(s.DataDir))
+		nopts := natslog.EmbeddedOptions(s.DataDir)
+		natslog.FitPayload(nopts, cfg.MaxRequestBytes, cfg.MaxFactBytes)
+		ns, err := natslog.StartServer(nopts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -138,6 +140,9 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 		Duplicates: cfg.DedupeWindow,
 		Logger:     cfg.Logger,
 		Recover:    s.Recover,
+		// The largest commit the request limits allow: an external NATS
+		// whose max_payload is smaller is named at start.
+		LargestCommit: hub.MaxCommitBytes(cfg.MaxRequestBytes, cfg.MaxFactBytes),
 	})
 	if err != nil {
 		closeAll()

@@ -241,6 +241,7 @@ type Hub struct {
 	// streams end there (commits from other replicas keep arriving).
 	drainHead uint64
 	logFirst  uint64 // a Log's first seq when last asked
+	ingested  int64  // bytes of the commits taken from a Log (guarded by mu): the rebuild logs its rate
 
 	kick        chan struct{} // capacity 1: "head advanced", to the notifier
 	done        chan struct{} // closed by Close: every stream ends

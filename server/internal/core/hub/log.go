@@ -108,6 +108,13 @@ var ErrTooOld = errors.New("hub: position below the log's first seq")
 // condition that passes, told to clients as such.
 var ErrStoreFull = errors.New("store full")
 
+// ErrCommitTooLarge is wrapped by the error of a Log's Append or
+// AppendBatch for a commit larger than its store takes (an external NATS
+// whose max_payload is below the request limit): the commit was not
+// stored, and no retry will store it. The hub returns it as it is, never
+// as ErrUnavailable; its message names the store's limit in bytes.
+var ErrCommitTooLarge = errors.New("hub: commit too large for the store")
+
 // ErrUnavailable wraps a Log's failure to append: the publish was not
 // acknowledged and may be retried (with its idempotency key).
 var ErrUnavailable = errors.New("hub: log unavailable")

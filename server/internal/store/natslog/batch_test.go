@@ -120,7 +120,9 @@ func TestPublishBatchOnJetStreamIsOrderedAndDeduplicatedOneByOne(t *testing.T) {
 
 // TestPublishBatchOnJetStreamIsAllOrNone: a batch one of whose commits
 // JetStream refuses (larger than the stream's message limit) appends none
-// of them; concurrent batches never interleave.
+// of them, and is refused as too large (a permanent refusal, not
+// unavailable), wherever the commit is in the batch; concurrent batches
+// never interleave.
 func TestPublishBatchOnJetStreamIsAllOrNone(t *testing.T) {
 	_, nc := embedded(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -141,8 +143,8 @@ func TestPublishBatchOnJetStreamIsAllOrNone(t *testing.T) {
 	for _, at := range []int{0, 1, 2} { // first, middle, the commit message
 		batch := []hub.Commit{commit("x", 1), commit("", 2), commit("", 3)}
 		batch[at] = big
-		if _, err := h.PublishBatch(ctx, batch); !errors.Is(err, hub.ErrUnavailable) {
-			t.Fatalf("batch with a too large commit at %d: err %v, want ErrUnavailable", at, err)
+		if _, err := h.PublishBatch(ctx, batch); !errors.Is(err, hub.ErrCommitTooLarge) || errors.Is(err, hub.ErrUnavailable) {
+			t.Fatalf("batch with a too large commit at %d: err %v, want ErrCommitTooLarge", at, err)
 		}
 		if n := lastSeq(t, l); n != 0 {
 			t.Fatalf("batch with a too large commit at %d appended: last seq %d", at, n)

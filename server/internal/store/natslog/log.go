@@ -76,6 +76,10 @@ type Options struct {
 	// Recover starts another epoch: use it for one start after a restore
 	// or damage, not on every start.
 	Recover bool
+	// LargestCommit is the largest commit, in bytes, the server's request
+	// limits allow (hub.MaxCommitBytes). Open logs at Warn when the NATS
+	// server's max_payload cannot carry it. 0: no check.
+	LargestCommit int
 }
 
 func (o Options) withDefaults() Options {
@@ -139,6 +143,9 @@ type Log struct {
 	markMu                 sync.Mutex
 	cached                 record // guarded by markMu, at revision rev (0: read again)
 	rev                    uint64
+	// bookErr is set while the record is known to be lost (bookkeeping.go):
+	// commits are refused before they reach the stream.
+	bookErr atomic.Pointer[BookkeepingError]
 }
 
 // saw records that the stream holds seq.
@@ -218,6 +225,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	}
 	l.info = info.Config
 	l.saw(info.State.LastSeq)
+	l.warnPayload()
 	opts.Logger.Info("JetStream stream",
 		"stream", info.Config.Name, "epoch", epoch.Format(l.epoch), "created", info.Created,
 		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
@@ -286,6 +294,9 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	if err != nil {
 		return hub.Receipt{}, err
 	}
+	if err := l.refuseUnbooked(); err != nil {
+		return hub.Receipt{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
 	known := l.head.Load()
@@ -331,6 +342,11 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 		m.Header.Set(traceparentHeader, c.Traceparent)
 	}
 	m.Header.Set(sumHeader, checksum(data, c.Traceparent))
+	// An atomic batch's headers (batch.go) take a few bytes more: within
+	// HeaderRoom, and the NATS client refuses the rest as nats.ErrMaxPayload.
+	if err := l.fits(m.Size()); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -485,6 +501,21 @@ func (l *Log) checkSame(ctx context.Context) error {
 	return l.same(info)
 }
 
+// followBufferBytes is the least the ordered consumer of Follow buffers,
+// in bytes: it pulls by bytes rather than by count, so that a start-up
+// reads a stream of large commits at disk speed (pulls of 500 messages,
+// the client's default, read 900 KB commits at about 50 MB/s on a 2-core
+// machine, by bytes above 400 MB/s: BenchmarkStartUpRead,
+// docs/performance.md, "Start-up").
+const followBufferBytes = 64 << 20
+
+// followBuffer is Follow's pull buffer: followBufferBytes, and never less
+// than two of the largest messages the server takes (a buffer smaller than
+// a message stalls the consumer).
+func (l *Log) followBuffer() int {
+	return int(max(followBufferBytes, 2*l.nc.MaxPayload()))
+}
+
 // Follow implements hub.Log with an ordered consumer, which JetStream's
 // client recreates after connection losses at the position it reached —
 // by the stream's name, so on a stream deleted and created again too.
@@ -503,7 +534,7 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages()
+	it, err := cons.Messages(jetstream.PullMaxBytes(l.followBuffer()))
 	if err != nil {
 		return err
 	}

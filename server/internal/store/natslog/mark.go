@@ -202,7 +202,7 @@ func (l *Log) getRecord(ctx context.Context) (record, uint64, error) {
 	}
 	var r record
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return record{}, 0, fmt.Errorf("read %s/%s: %w", MetaBucket, l.key, err)
+		return record{}, e.Revision(), fmt.Errorf("read %s/%s: %w: %w", MetaBucket, l.key, errUnreadable, err)
 	}
 	return r, e.Revision(), nil
 }
@@ -225,7 +225,7 @@ func (l *Log) putRecord(ctx context.Context, r record, rev uint64) (uint64, erro
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("write %s/%s: %w", MetaBucket, l.key, err)
+		return 0, l.bookkeeping("cannot be written", err)
 	}
 	return nrev, nil
 }
@@ -262,19 +262,40 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 	st := info.State
 	for {
 		rec, rev, err := l.getRecord(ctx)
-		if err != nil {
+		unreadableRecord := errors.Is(err, errUnreadable)
+		if err != nil && !unreadableRecord {
 			return err
 		}
-		if rev == 0 || !rec.Created.Equal(info.Created) {
-			// No record of this stream: what it holds now is the baseline.
-			fresh := record{Created: info.Created, Generation: gen, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted)}
-			nrev, err := l.putRecord(ctx, fresh, rev)
-			if err != nil {
-				return err
-			} else if nrev == 0 {
-				continue
+		if unreadableRecord || rev == 0 || !rec.Created.Equal(info.Created) {
+			// No record of this stream.
+			if st.LastSeq > 0 || unreadableRecord {
+				// It holds commits: its bookkeeping is lost (bookkeeping.go).
+				why := "is missing"
+				switch {
+				case unreadableRecord:
+					why = "does not decode"
+				case rev != 0:
+					why = "is of another stream of that name"
+				}
+				next, nrev, err := l.rebuild(ctx, long, info, gen, rev, unreadable, why, bad)
+				if err != nil {
+					return err
+				} else if nrev == 0 {
+					continue
+				}
+				rec, rev, gen = next, nrev, next.Generation
+				bad = nil // the rebuild's new generation accepted them
+			} else {
+				// A stream that never held a commit: what it holds now is the baseline.
+				fresh := record{Created: info.Created, Generation: gen, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted)}
+				nrev, err := l.putRecord(ctx, fresh, rev)
+				if err != nil {
+					return err
+				} else if nrev == 0 {
+					continue
+				}
+				rec, rev = fresh, nrev
 			}
-			rec, rev = fresh, nrev
 		}
 		gen = max(gen, rec.Generation)
 		rec.Generation = gen
@@ -312,6 +333,11 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 				"generation", gen, "first", st.FirstSeq, "last", st.LastSeq)
 		} else if st.FirstSeq > rec.First {
 			rec.First = st.FirstSeq // discarded by the limits
+		}
+		if again, err := l.verify(ctx, rec, rev); err != nil {
+			return err
+		} else if again {
+			continue
 		}
 		if err := l.setGeneration(ctx, info, gen); err != nil {
 			return err
@@ -445,12 +471,16 @@ func (l *Log) mark(ctx context.Context, seq uint64) error {
 		rec, rev := l.cached, l.rev
 		if rev == 0 {
 			var err error
-			if rec, rev, err = l.getRecord(ctx); err != nil {
+			if rec, rev, err = l.getRecord(ctx); errors.Is(err, errUnreadable) {
+				return l.lostBookkeeping(l.bookkeeping("is unreadable", err))
+			} else if err != nil && l.bucketGone(ctx) {
+				return l.lostBookkeeping(l.bookkeeping(fmt.Sprintf("is missing: the bucket is gone, and the acknowledged seq %d cannot be recorded", target), nil))
+			} else if err != nil {
 				return err
 			}
 		}
 		if rev == 0 {
-			return fmt.Errorf("record the acknowledged seq %d: %s/%s is missing", target, MetaBucket, l.key)
+			return l.lostBookkeeping(l.bookkeeping(fmt.Sprintf("is missing: the acknowledged seq %d cannot be recorded", target), nil))
 		}
 		if !rec.Created.Equal(l.created) || rec.Generation != l.gen {
 			return fmt.Errorf("%w: the record of JetStream stream %q in %s is of another stream or generation (%d, this replica serves %d): it was recovered under a new epoch",
@@ -472,6 +502,9 @@ func (l *Log) mark(ctx context.Context, seq uint64) error {
 		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
 			l.rev = 0 // another replica wrote: read it again
 			continue
+		}
+		if err != nil && l.bucketGone(ctx) {
+			return l.lostBookkeeping(l.bookkeeping(fmt.Sprintf("is missing: the bucket is gone, and the acknowledged seq %d cannot be recorded", target), nil))
 		}
 		if err != nil {
 			return fmt.Errorf("record the acknowledged seq %d in %s/%s: %w", target, MetaBucket, l.key, err)
