@@ -325,8 +325,3 @@ def _tail(fs: FlagSet, stdout: IO[bytes], stderr: IO[str]) -> int:
             signal.signal(s, h)
         client.close()
 
-
-def main(argv: list[str] | None = None, stdout: IO[bytes] | None = None, stderr: IO[str] | None = None) -> int:
-    return run(sys.argv[2:] if argv is None else argv, stdout or sys.stdout.buffer, stderr or sys.stderr)
-
-
