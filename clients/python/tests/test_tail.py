@@ -133,3 +133,16 @@ def test_sigterm_stops_between_two_lines_exactly_once(start_server: Callable[...
     assert nxt.returncode == 0, nxt.stderr
     more = [(json.loads(ln)["seq"], json.loads(ln)["index"]) for ln in nxt.stdout.splitlines() if b'"seq"' in ln]
     assert seen + more == published
+
+
+def test_a_stream_that_ends_before_its_first_message(ringcast_bin: str) -> None:
+    from scripted import ScriptedServer
+
+    for end in ["ok", "unavailable", "permission_denied"]:
+        # One stream each: without --retry, the first one that fails ends the command.
+        with ScriptedServer([{"request": {}, "responses": [], "end": end}] * 2) as srv:
+            g = go_tail(ringcast_bin, "--server", srv.url)
+            p = py_tail("--server", srv.url)
+            assert len(srv.requests) == 2, end
+        assert (p.returncode, g.returncode) == (1, 1), end
+        assert p.stderr.decode() == g.stderr.decode(), end

@@ -5,6 +5,7 @@ script can switch between them without changing what it parses."""
 from __future__ import annotations
 
 import base64
+import os
 import datetime as _dt
 
 import re
@@ -219,6 +220,15 @@ def run(args: list[str], stdout: IO[bytes], stderr: IO[str]) -> int:
         return 2
     try:
         return _tail(fs, stdout, stderr)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as the Go CLI does;
+        # the line it did not take has no cursor saved.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
     except _FirstFailed as e:
         stderr.write(f"ringcast tail: {explain(e.err, fs['server'])}\n")
         return 1
@@ -259,8 +269,8 @@ def _tail(fs: FlagSet, stdout: IO[bytes], stderr: IO[str]) -> int:
         if ev.state == "open":
             opened = True
         elif ev.state == "reconnecting" and not opened:
-            err: Exception = ev.error if ev.error is not None else ConnectError(
-                "unknown", f"{server} ended the stream before its first message (is --server a ringcast server?)", wire=True)
+            err: Exception = ev.error if ev.error is not None else RuntimeError(
+                f"{server} ended the stream before its first message (is --server a ringcast server?)")
             if not retry:
                 raise _FirstFailed(err)
             if ev.attempt == 0:
