@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Any, Literal, Union, cast
 
 from google.protobuf import timestamp_pb2
 
@@ -342,7 +342,8 @@ class Subscription:
             until = c.seq + 1
         req = pb.SubscribeEventsRequest(
             since_seq=c.seq, instance_epoch=c.epoch, since_fact=c.fact, topics=self._topics,
-            snapshot=self._snapshot, on_unservable=self._on_unservable, until_seq=until, end_at_head=self._end_at_head,
+            snapshot=cast(Any, self._snapshot), on_unservable=cast(Any, self._on_unservable), until_seq=until,
+            end_at_head=self._end_at_head,
         )
         if self._since_time is not None and c.seq == 0 and not self._time_spent:
             ts = timestamp_pb2.Timestamp()

@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 
-from typing import IO
+from typing import IO, cast
 
 from . import _gojson
 from ._flags import FlagSet, HelpRequested, UsageError
@@ -22,7 +22,7 @@ from .cursor import Cursor
 from .cursorfile import load_cursor, remove_cursor_temps, save_cursor
 from .errors import ConnectError
 from .items import StreamItem
-from .subscribe import ConnectionEvent
+from .subscribe import ConnectionEvent, SnapshotName
 
 SYNOPSIS = """tail [flags]
 
@@ -278,7 +278,7 @@ def _tail(fs: FlagSet, stdout: IO[bytes], stderr: IO[str]) -> int:
                 stderr.flush()
 
     client = Client(server, token=fs["token"] or None)
-    sub = client.subscribe(cursor=cur, snapshot=snap, topics=fs["topic"], until_seq=fs["until"],
+    sub = client.subscribe(cursor=cur, snapshot=cast(SnapshotName, snap), topics=fs["topic"], until_seq=fs["until"],
                            end_at_head=fs["end-at-head"],
                            on_unservable="snapshot_inline" if fs["snapshot-inline"] else None,
                            since_time=start, on_connection=on_connection)
