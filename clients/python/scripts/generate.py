@@ -5,8 +5,9 @@ gen/python is a package root of its own: ringcast/v1/ringcast_pb2.py (and
 its .pyi), and buf/validate/validate_pb2.py, which ringcast.proto imports
 (from .deps/protovalidate: `go tool task deps:proto`). The imports between
 them are made relative, so the tree works wherever it is imported from: the
-Python client reaches it as `ringcast._gen` (clients/python/src/ringcast/_gen
-is a link to gen/python) and ships it in its wheel.
+Python client reaches it as `ringcast._gen` (in a checkout,
+clients/python/src/ringcast/_gen/__init__.py adds gen/python to that
+package's path) and ships it there in its wheel.
 
     generate.py          write gen/python
     generate.py --check  fail, naming the files, when gen/python is not what
