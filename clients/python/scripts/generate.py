@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import os
 import re
 import shutil
 import subprocess

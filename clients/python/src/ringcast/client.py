@@ -5,16 +5,14 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-
 import httpx
 
 from ._gen.ringcast.v1 import ringcast_pb2 as pb
 from .backoff import Backoff
 from .connect import Transport
 from .cursor import Cursor
-from .publish import FactInit, PublishOutcome, outcome, publish, publish_batch
+from .publish import FactInit, PublishOutcome, outcome, publish, publish_batch, to_fact
 from .subscribe import ConnectionEvent, OnUnservableName, SnapshotName, Subscription, TokenSource
-
 
 class Client:
     """A ringcast server at base_url (http:// or https://), over the
@@ -113,8 +111,6 @@ class Client:
 
     def publish_batch(self, commits: Sequence[pb.PublishRequest | Iterable[FactInit]]) -> list[pb.PublishResponse]:
         """Appends several commits in one request (all or none), one receipt each; no retries."""
-        from .publish import to_fact
-
         reqs = [c if isinstance(c, pb.PublishRequest) else pb.PublishRequest(facts=[to_fact(f) for f in c]) for c in commits]
         return publish_batch(self.transport, reqs, headers=self._auth())
 

@@ -5,14 +5,11 @@ script can switch between them without changing what it parses."""
 from __future__ import annotations
 
 import base64
-import os
 import datetime as _dt
-
+import os
 import re
 import signal
-import sys
 import time
-
 from typing import IO, cast
 
 from . import _gojson
