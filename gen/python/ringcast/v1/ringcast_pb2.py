@@ -17,7 +17,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aringcast/v1/ringcast.proto\x12\x0bringcast.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\x06\n\x16SubscribeEventsRequest\x12\x11\n\tsince_seq\x18\x01 \x01(\x04\x12\x16\n\x0einstance_epoch\x18\x02 \x01(\x06\x12\x12\n\nsince_fact\x18\x03 \x01(\r\x12\x41\n\x06topics\x18\x04 \x03(\tB1\xbaH.\x92\x01+\x10 \"\'r%\x10\x01\x18\x80\x01\x32\x1e^[a-z0-9._-]+(/[a-z0-9._-]+)*$\x12\x31\n\x08snapshot\x18\x05 \x01(\x0e\x32\x15.ringcast.v1.SnapshotB\x08\xbaH\x05\x82\x01\x02\x10\x01\x12:\n\ron_unservable\x18\x06 \x01(\x0e\x32\x19.ringcast.v1.OnUnservableB\x08\xbaH\x05\x82\x01\x02\x10\x01\x12\x11\n\tuntil_seq\x18\x07 \x01(\x04\x12\x13\n\x0b\x65nd_at_head\x18\x08 \x01(\x08\x12.\n\nsince_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp:\xda\x03\xbaH\x96\x01\x1a\x93\x01\n\x1dsince_fact_requires_since_seq\x12\x44since_fact > 0 requires since_seq > 0 (a fact offset names a commit)\x1a,this.since_fact == 0u || this.since_seq > 0u\xbaH\x8c\x01\x1a\x89\x01\n\x19until_seq_after_since_seq\x12\x33until_seq, when set, must be greater than since_seq\x1a\x37this.until_seq == 0u || this.until_seq > this.since_seq\xbaH\xac\x01\x1a\xa9\x01\n\x1dsince_time_excludes_since_seq\x12Ysince_time requires since_seq = 0 (a time and a cursor are two different starting points)\x1a-!has(this.since_time) || this.since_seq == 0u\"\xaf\x03\n\x17SubscribeEventsResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x16\n\x0einstance_epoch\x18\x02 \x01(\x06\x12.\n\nevent_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\rserver_status\x18\n \x01(\x0b\x32\x19.ringcast.v1.ServerStatusH\x00\x12%\n\x06\x63ommit\x18\x0b \x01(\x0b\x32\x13.ringcast.v1.CommitH\x00\x12)\n\x08progress\x18\x0c \x01(\x0b\x32\x15.ringcast.v1.ProgressH\x00\x12*\n\tcaught_up\x18\r \x01(\x0b\x32\x15.ringcast.v1.CaughtUpH\x00\x12+\n\theartbeat\x18\x0e \x01(\x0b\x32\x16.ringcast.v1.HeartbeatH\x00\x12\x1f\n\x03gap\x18\x0f \x01(\x0b\x32\x10.ringcast.v1.GapH\x00\x12\x36\n\x0fresync_required\x18\x10 \x01(\x0b\x32\x1b.ringcast.v1.ResyncRequiredH\x00\x42\x07\n\x05\x65vent\"S\n\x06\x43ommit\x12 \n\x05\x66\x61\x63ts\x18\x01 \x03(\x0b\x32\x11.ringcast.v1.Fact\x12\x12\n\nfact_count\x18\x02 \x01(\r\x12\x13\n\x0btraceparent\x18\x03 \x01(\t\"\x84\x02\n\x04\x46\x61\x63t\x12\r\n\x05index\x18\x01 \x01(\r\x12\x39\n\x05topic\x18\x02 \x01(\tB*\xbaH\'r%\x10\x01\x18\x80\x01\x32\x1e^[a-z0-9._-]+(/[a-z0-9._-]+)*$\x12(\n\x04type\x18\x03 \x01(\tB\x1a\xbaH\x17r\x15\x10\x01\x18\x80\x01\x32\x0e^[a-z0-9._-]+$\x12\x15\n\x03key\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\x12/\n\x04\x64\x61ta\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructB\x06\xbaH\x03\xd8\x01\x03H\x00\x12\x15\n\x0b\x62inary_data\x18\x06 \x01(\x0cH\x00\x12\x1e\n\x0c\x63ontent_type\x18\x07 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\x42\t\n\x07payload\"\n\n\x08Progress\"r\n\x08\x43\x61ughtUp\x12\x10\n\x08head_seq\x18\x01 \x01(\x04\x12\x35\n\x12heartbeat_interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1d\n\x15snapshot_evicted_keys\x18\x03 \x01(\x04\"1\n\tHeartbeat\x12\x10\n\x08head_seq\x18\x01 \x01(\x04\x12\x12\n\noldest_seq\x18\x02 \x01(\x04\"r\n\x0eResyncRequired\x12#\n\x06reason\x18\x01 \x01(\x0e\x32\x13.ringcast.v1.Reason\x12\x15\n\rrequested_seq\x18\x02 \x01(\x04\x12\x12\n\noldest_seq\x18\x03 \x01(\x04\x12\x10\n\x08head_seq\x18\x04 \x01(\x04\"g\n\x03Gap\x12#\n\x06reason\x18\x01 \x01(\x0e\x32\x13.ringcast.v1.Reason\x12\x15\n\rrequested_seq\x18\x02 \x01(\x04\x12\x12\n\noldest_seq\x18\x03 \x01(\x04\x12\x10\n\x08head_seq\x18\x04 \x01(\x04\"\x85\x02\n\x0cServerStatus\x12\x16\n\x0einstance_epoch\x18\x01 \x01(\x06\x12-\n\tboot_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0eserver_version\x18\x03 \x01(\t\x12\'\n\x05state\x18\x04 \x01(\x0e\x32\x18.ringcast.v1.ServerState\x12\x0e\n\x06window\x18\x05 \x01(\r\x12\x10\n\x08head_seq\x18\x06 \x01(\x04\x12\x12\n\noldest_seq\x18\x07 \x01(\x04\x12#\n\x06limits\x18\x08 \x01(\x0b\x32\x13.ringcast.v1.Limits\x12\x12\n\nring_bytes\x18\t \x01(\x04\"\x8a\x03\n\x06Limits\x12\x1c\n\x14max_facts_per_commit\x18\x01 \x01(\r\x12\x12\n\nmax_topics\x18\x02 \x01(\r\x12\x19\n\x11max_request_bytes\x18\x03 \x01(\r\x12\x35\n\x12heartbeat_interval\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12(\n\x05lease\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x16\n\x0emax_state_keys\x18\x06 \x01(\r\x12\x30\n\rdedupe_window\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x16\n\x0emax_fact_bytes\x18\x08 \x01(\r\x12\x16\n\x0emax_data_depth\x18\t \x01(\r\x12\x16\n\x0emax_ring_bytes\x18\n \x01(\x04\x12\x17\n\x0fmax_state_bytes\x18\x0b \x01(\x04\x12\'\n\x05store\x18\x0c \x01(\x0b\x32\x18.ringcast.v1.StoreLimits\"a\n\x0bStoreLimits\x12\x11\n\tmax_bytes\x18\x01 \x01(\x04\x12*\n\x07max_age\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0bmax_commits\x18\x03 \x01(\x04\"b\n\x0ePublishRequest\x12-\n\x05\x66\x61\x63ts\x18\x01 \x03(\x0b\x32\x11.ringcast.v1.FactB\x0b\xbaH\x08\x92\x01\x05\x08\x01\x10\x80\x02\x12!\n\x0fidempotency_key\x18\x02 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\"y\n\x0fPublishResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x16\n\x0einstance_epoch\x18\x02 \x01(\x06\x12.\n\nevent_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tduplicate\x18\x04 \x01(\x08\"P\n\x13PublishBatchRequest\x12\x39\n\x07\x63ommits\x18\x01 \x03(\x0b\x32\x1b.ringcast.v1.PublishRequestB\x0b\xbaH\x08\x92\x01\x05\x08\x01\x10\x80\x08\"F\n\x14PublishBatchResponse\x12.\n\x08receipts\x18\x01 \x03(\x0b\x32\x1c.ringcast.v1.PublishResponse\"?\n\x18GetPublishOutcomeRequest\x12#\n\x0fidempotency_key\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01\"\x91\x01\n\x19GetPublishOutcomeResponse\x12\x0f\n\x07\x61pplied\x18\x01 \x01(\x08\x12-\n\x07receipt\x18\x02 \x01(\x0b\x32\x1c.ringcast.v1.PublishResponse\x12\x34\n\x10remembered_since\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x18\n\x16GetServerStatusRequest\"Y\n\x17GetServerStatusResponse\x12)\n\x06status\x18\x01 \x01(\x0b\x32\x19.ringcast.v1.ServerStatus\x12\x13\n\x0bsubscribers\x18\x02 \x01(\x04*X\n\x08Snapshot\x12\x18\n\x14SNAPSHOT_UNSPECIFIED\x10\x00\x12\x15\n\x11SNAPSHOT_RETAINED\x10\x01\x12\x1b\n\x17SNAPSHOT_LATEST_PER_KEY\x10\x02*s\n\x0cOnUnservable\x12\x1d\n\x19ON_UNSERVABLE_UNSPECIFIED\x10\x00\x12!\n\x1dON_UNSERVABLE_RESYNC_TERMINAL\x10\x01\x12!\n\x1dON_UNSERVABLE_SNAPSHOT_INLINE\x10\x02*\xc9\x01\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n\x15REASON_CURSOR_TOO_OLD\x10\x01\x12\x17\n\x13REASON_CURSOR_AHEAD\x10\x02\x12\x19\n\x15REASON_EPOCH_MISMATCH\x10\x03\x12\x1d\n\x19REASON_SUBSCRIBER_LAGGING\x10\x04\x12\x1c\n\x18REASON_FACT_OUT_OF_RANGE\x10\x05\x12\x1b\n\x17REASON_MALFORMED_CURSOR\x10\x06*`\n\x0bServerState\x12\x1c\n\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14SERVER_STATE_SERVING\x10\x01\x12\x19\n\x15SERVER_STATE_DRAINING\x10\x02\x32\xd5\x03\n\x0c\x45ventService\x12^\n\x0fSubscribeEvents\x12#.ringcast.v1.SubscribeEventsRequest\x1a$.ringcast.v1.SubscribeEventsResponse0\x01\x12\x44\n\x07Publish\x12\x1b.ringcast.v1.PublishRequest\x1a\x1c.ringcast.v1.PublishResponse\x12S\n\x0cPublishBatch\x12 .ringcast.v1.PublishBatchRequest\x1a!.ringcast.v1.PublishBatchResponse\x12\x61\n\x0fGetServerStatus\x12#.ringcast.v1.GetServerStatusRequest\x1a$.ringcast.v1.GetServerStatusResponse\"\x03\x90\x02\x01\x12g\n\x11GetPublishOutcome\x12%.ringcast.v1.GetPublishOutcomeRequest\x1a&.ringcast.v1.GetPublishOutcomeResponse\"\x03\x90\x02\x01\x42<Z:github.com/ringcast/ringcast/gen/go/ringcast/v1;ringcastv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aringcast/v1/ringcast.proto\x12\x0bringcast.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\x08\n\x16SubscribeEventsRequest\x12\x11\n\tsince_seq\x18\x01 \x01(\x04\x12\x16\n\x0einstance_epoch\x18\x02 \x01(\x06\x12\x12\n\nsince_fact\x18\x03 \x01(\r\x12\x41\n\x06topics\x18\x04 \x03(\tB1\xbaH.\x92\x01+\x10 \"\'r%\x10\x01\x18\x80\x01\x32\x1e^[a-z0-9._-]+(/[a-z0-9._-]+)*$\x12\x31\n\x08snapshot\x18\x05 \x01(\x0e\x32\x15.ringcast.v1.SnapshotB\x08\xbaH\x05\x82\x01\x02\x10\x01\x12:\n\ron_unservable\x18\x06 \x01(\x0e\x32\x19.ringcast.v1.OnUnservableB\x08\xbaH\x05\x82\x01\x02\x10\x01\x12\x11\n\tuntil_seq\x18\x07 \x01(\x04\x12\x13\n\x0b\x65nd_at_head\x18\x08 \x01(\x08\x12.\n\nsince_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x19\n\x11since_fingerprint\x18\n \x01(\x07:\x94\x05\xbaH\x96\x01\x1a\x93\x01\n\x1dsince_fact_requires_since_seq\x12\x44since_fact > 0 requires since_seq > 0 (a fact offset names a commit)\x1a,this.since_fact == 0u || this.since_seq > 0u\xbaH\x8c\x01\x1a\x89\x01\n\x19until_seq_after_since_seq\x12\x33until_seq, when set, must be greater than since_seq\x1a\x37this.until_seq == 0u || this.until_seq > this.since_seq\xbaH\xac\x01\x1a\xa9\x01\n\x1dsince_time_excludes_since_seq\x12Ysince_time requires since_seq = 0 (a time and a cursor are two different starting points)\x1a-!has(this.since_time) || this.since_seq == 0u\xbaH\xb6\x01\x1a\xb3\x01\n$since_fingerprint_requires_since_seq\x12Vsince_fingerprint > 0 requires since_seq > 0 (a fingerprint names the commit at a seq)\x1a\x33this.since_fingerprint == 0u || this.since_seq > 0u\"\xc4\x03\n\x17SubscribeEventsResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x16\n\x0einstance_epoch\x18\x02 \x01(\x06\x12.\n\nevent_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x66ingerprint\x18\x04 \x01(\x07\x12\x32\n\rserver_status\x18\n \x01(\x0b\x32\x19.ringcast.v1.ServerStatusH\x00\x12%\n\x06\x63ommit\x18\x0b \x01(\x0b\x32\x13.ringcast.v1.CommitH\x00\x12)\n\x08progress\x18\x0c \x01(\x0b\x32\x15.ringcast.v1.ProgressH\x00\x12*\n\tcaught_up\x18\r \x01(\x0b\x32\x15.ringcast.v1.CaughtUpH\x00\x12+\n\theartbeat\x18\x0e \x01(\x0b\x32\x16.ringcast.v1.HeartbeatH\x00\x12\x1f\n\x03gap\x18\x0f \x01(\x0b\x32\x10.ringcast.v1.GapH\x00\x12\x36\n\x0fresync_required\x18\x10 \x01(\x0b\x32\x1b.ringcast.v1.ResyncRequiredH\x00\x42\x07\n\x05\x65vent\"S\n\x06\x43ommit\x12 \n\x05\x66\x61\x63ts\x18\x01 \x03(\x0b\x32\x11.ringcast.v1.Fact\x12\x12\n\nfact_count\x18\x02 \x01(\r\x12\x13\n\x0btraceparent\x18\x03 \x01(\t\"\x84\x02\n\x04\x46\x61\x63t\x12\r\n\x05index\x18\x01 \x01(\r\x12\x39\n\x05topic\x18\x02 \x01(\tB*\xbaH\'r%\x10\x01\x18\x80\x01\x32\x1e^[a-z0-9._-]+(/[a-z0-9._-]+)*$\x12(\n\x04type\x18\x03 \x01(\tB\x1a\xbaH\x17r\x15\x10\x01\x18\x80\x01\x32\x0e^[a-z0-9._-]+$\x12\x15\n\x03key\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\x12/\n\x04\x64\x61ta\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructB\x06\xbaH\x03\xd8\x01\x03H\x00\x12\x15\n\x0b\x62inary_data\x18\x06 \x01(\x0cH\x00\x12\x1e\n\x0c\x63ontent_type\x18\x07 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01\x42\t\n\x07payload\"\n\n\x08Progress\"r\n\x08\x43\x61ughtUp\x12\x10\n\x08head_seq\x18\x01 \x01(\x04\x12\x35\n\x12heartbeat_interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1d\n\x15snapshot_evicted_keys\x18\x03 \x01(\x04\"1\n\tHeartbeat\x12\x10\n\x08head_seq\x18\x01 \x01(\x04\x12\x12\n\noldest_seq\x18\x02 \x01(\x04\"r\n\x0eResyncRequired\x12#\n\x06reason\x18\x01 \x01(\x0e\x32\x13.ringcast.v1.Reason\x12\x15\n\rrequested_seq\x18\x02 \x01(\x04\x12\x12\n\noldest_seq\x18\x03 \x01(\x04\x12\x10\n\x08head_seq\x18\x04 \x01(\x04\"g\n\x03Gap\x12#\n\x06reason\x18\x01 \x01(\x0e\x32\x13.ringcast.v1.Reason\x12\x15\n\rrequested_seq\x18\x02 \x01(\x04\x12\x12\n\noldest_seq\x18\x03 \x01(\x04\x12\x10\n\x08head_seq\x18\x04 \x01(\x04\"\x85\x02\n\x0cServerStatus\x12\x16\n\x0einstance_epoch\x18\x01 \x01(\x06\x12-\n\tboot_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0eserver_version\x18\x03 \x01(\t\x12\'\n\x05state\x18\x04 \x01(\x0e\x32\x18.ringcast.v1.ServerState\x12\x0e\n\x06window\x18\x05 \x01(\r\x12\x10\n\x08head_seq\x18\x06 \x01(\x04\x12\x12\n\noldest_seq\x18\x07 \x01(\x04\x12#\n\x06limits\x18\x08 \x01(\x0b\x32\x13.ringcast.v1.Limits\x12\x12\n\nring_bytes\x18\t \x01(\x04\"\x8a\x03\n\x06Limits\x12\x1c\n\x14max_facts_per_commit\x18\x01 \x01(\r\x12\x12\n\nmax_topics\x18\x02 \x01(\r\x12\x19\n\x11max_request_bytes\x18\x03 \x01(\r\x12\x35\n\x12heartbeat_interval\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12(\n\x05lease\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x16\n\x0emax_state_keys\x18\x06 \x01(\r\x12\x30\n\rdedupe_window\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x16\n\x0emax_fact_bytes\x18\x08 \x01(\r\x12\x16\n\x0emax_data_depth\x18\t \x01(\r\x12\x16\n\x0emax_ring_bytes\x18\n \x01(\x04\x12\x17\n\x0fmax_state_bytes\x18\x0b \x01(\x04\x12\'\n\x05store\x18\x0c \x01(\x0b\x32\x18.ringcast.v1.StoreLimits\"a\n\x0bStoreLimits\x12\x11\n\tmax_bytes\x18\x01 \x01(\x04\x12*\n\x07max_age\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0bmax_commits\x18\x03 \x01(\x04\"\xa9\x02\n\x0ePublishRequest\x12-\n\x05\x66\x61\x63ts\x18\x01 \x03(\x0b\x32\x11.ringcast.v1.FactB\x0b\xbaH\x08\x92\x01\x05\x08\x01\x10\x80\x02\x12\xe7\x01\n\x0fidempotency_key\x18\x02 \x01(\tB\xcd\x01\xbaH\x05r\x03\x18\x80\x01\xbaH\xc1\x01\xba\x01\xbd\x01\n\x15idempotency_key_exact\x12Ran idempotency key has no control characters and no leading or trailing whitespace\x1aPthis == \'\' || this.matches(r\'^[^\\p{Cc}\\s\\p{Z}](?:[^\\p{Cc}]*[^\\p{Cc}\\s\\p{Z}])?$\')\"y\n\x0fPublishResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x16\n\x0einstance_epoch\x18\x02 \x01(\x06\x12.\n\nevent_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tduplicate\x18\x04 \x01(\x08\"P\n\x13PublishBatchRequest\x12\x39\n\x07\x63ommits\x18\x01 \x03(\x0b\x32\x1b.ringcast.v1.PublishRequestB\x0b\xbaH\x08\x92\x01\x05\x08\x01\x10\x80\x08\"F\n\x14PublishBatchResponse\x12.\n\x08receipts\x18\x01 \x03(\x0b\x32\x1c.ringcast.v1.PublishResponse\"\x86\x02\n\x18GetPublishOutcomeRequest\x12\xe9\x01\n\x0fidempotency_key\x18\x01 \x01(\tB\xcf\x01\xbaH\x07r\x05\x10\x01\x18\x80\x01\xbaH\xc1\x01\xba\x01\xbd\x01\n\x15idempotency_key_exact\x12Ran idempotency key has no control characters and no leading or trailing whitespace\x1aPthis == \'\' || this.matches(r\'^[^\\p{Cc}\\s\\p{Z}](?:[^\\p{Cc}]*[^\\p{Cc}\\s\\p{Z}])?$\')\"\x91\x01\n\x19GetPublishOutcomeResponse\x12\x0f\n\x07\x61pplied\x18\x01 \x01(\x08\x12-\n\x07receipt\x18\x02 \x01(\x0b\x32\x1c.ringcast.v1.PublishResponse\x12\x34\n\x10remembered_since\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x18\n\x16GetServerStatusRequest\"Y\n\x17GetServerStatusResponse\x12)\n\x06status\x18\x01 \x01(\x0b\x32\x19.ringcast.v1.ServerStatus\x12\x13\n\x0bsubscribers\x18\x02 \x01(\x04*X\n\x08Snapshot\x12\x18\n\x14SNAPSHOT_UNSPECIFIED\x10\x00\x12\x15\n\x11SNAPSHOT_RETAINED\x10\x01\x12\x1b\n\x17SNAPSHOT_LATEST_PER_KEY\x10\x02*s\n\x0cOnUnservable\x12\x1d\n\x19ON_UNSERVABLE_UNSPECIFIED\x10\x00\x12!\n\x1dON_UNSERVABLE_RESYNC_TERMINAL\x10\x01\x12!\n\x1dON_UNSERVABLE_SNAPSHOT_INLINE\x10\x02*\xe5\x01\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n\x15REASON_CURSOR_TOO_OLD\x10\x01\x12\x17\n\x13REASON_CURSOR_AHEAD\x10\x02\x12\x19\n\x15REASON_EPOCH_MISMATCH\x10\x03\x12\x1d\n\x19REASON_SUBSCRIBER_LAGGING\x10\x04\x12\x1c\n\x18REASON_FACT_OUT_OF_RANGE\x10\x05\x12\x1b\n\x17REASON_MALFORMED_CURSOR\x10\x06\x12\x1a\n\x16REASON_COMMIT_MISMATCH\x10\x07*`\n\x0bServerState\x12\x1c\n\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14SERVER_STATE_SERVING\x10\x01\x12\x19\n\x15SERVER_STATE_DRAINING\x10\x02\x32\xd5\x03\n\x0c\x45ventService\x12^\n\x0fSubscribeEvents\x12#.ringcast.v1.SubscribeEventsRequest\x1a$.ringcast.v1.SubscribeEventsResponse0\x01\x12\x44\n\x07Publish\x12\x1b.ringcast.v1.PublishRequest\x1a\x1c.ringcast.v1.PublishResponse\x12S\n\x0cPublishBatch\x12 .ringcast.v1.PublishBatchRequest\x1a!.ringcast.v1.PublishBatchResponse\x12\x61\n\x0fGetServerStatus\x12#.ringcast.v1.GetServerStatusRequest\x1a$.ringcast.v1.GetServerStatusResponse\"\x03\x90\x02\x01\x12g\n\x11GetPublishOutcome\x12%.ringcast.v1.GetPublishOutcomeRequest\x1a&.ringcast.v1.GetPublishOutcomeResponse\"\x03\x90\x02\x01\x42<Z:github.com/ringcast/ringcast/gen/go/ringcast/v1;ringcastv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, __name__, globals())
@@ -32,7 +32,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _SUBSCRIBEEVENTSREQUEST.fields_by_name['on_unservable']._options = None
   _SUBSCRIBEEVENTSREQUEST.fields_by_name['on_unservable']._serialized_options = b'\272H\005\202\001\002\020\001'
   _SUBSCRIBEEVENTSREQUEST._options = None
-  _SUBSCRIBEEVENTSREQUEST._serialized_options = b'\272H\226\001\032\223\001\n\035since_fact_requires_since_seq\022Dsince_fact > 0 requires since_seq > 0 (a fact offset names a commit)\032,this.since_fact == 0u || this.since_seq > 0u\272H\214\001\032\211\001\n\031until_seq_after_since_seq\0223until_seq, when set, must be greater than since_seq\0327this.until_seq == 0u || this.until_seq > this.since_seq\272H\254\001\032\251\001\n\035since_time_excludes_since_seq\022Ysince_time requires since_seq = 0 (a time and a cursor are two different starting points)\032-!has(this.since_time) || this.since_seq == 0u'
+  _SUBSCRIBEEVENTSREQUEST._serialized_options = b'\272H\226\001\032\223\001\n\035since_fact_requires_since_seq\022Dsince_fact > 0 requires since_seq > 0 (a fact offset names a commit)\032,this.since_fact == 0u || this.since_seq > 0u\272H\214\001\032\211\001\n\031until_seq_after_since_seq\0223until_seq, when set, must be greater than since_seq\0327this.until_seq == 0u || this.until_seq > this.since_seq\272H\254\001\032\251\001\n\035since_time_excludes_since_seq\022Ysince_time requires since_seq = 0 (a time and a cursor are two different starting points)\032-!has(this.since_time) || this.since_seq == 0u\272H\266\001\032\263\001\n$since_fingerprint_requires_since_seq\022Vsince_fingerprint > 0 requires since_seq > 0 (a fingerprint names the commit at a seq)\0323this.since_fingerprint == 0u || this.since_seq > 0u'
   _FACT.fields_by_name['topic']._options = None
   _FACT.fields_by_name['topic']._serialized_options = b'\272H\'r%\020\001\030\200\0012\036^[a-z0-9._-]+(/[a-z0-9._-]+)*$'
   _FACT.fields_by_name['type']._options = None
@@ -46,63 +46,63 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _PUBLISHREQUEST.fields_by_name['facts']._options = None
   _PUBLISHREQUEST.fields_by_name['facts']._serialized_options = b'\272H\010\222\001\005\010\001\020\200\002'
   _PUBLISHREQUEST.fields_by_name['idempotency_key']._options = None
-  _PUBLISHREQUEST.fields_by_name['idempotency_key']._serialized_options = b'\272H\005r\003\030\200\001'
+  _PUBLISHREQUEST.fields_by_name['idempotency_key']._serialized_options = b'\272H\005r\003\030\200\001\272H\301\001\272\001\275\001\n\025idempotency_key_exact\022Ran idempotency key has no control characters and no leading or trailing whitespace\032Pthis == \'\' || this.matches(r\'^[^\\p{Cc}\\s\\p{Z}](?:[^\\p{Cc}]*[^\\p{Cc}\\s\\p{Z}])?$\')'
   _PUBLISHBATCHREQUEST.fields_by_name['commits']._options = None
   _PUBLISHBATCHREQUEST.fields_by_name['commits']._serialized_options = b'\272H\010\222\001\005\010\001\020\200\010'
   _GETPUBLISHOUTCOMEREQUEST.fields_by_name['idempotency_key']._options = None
-  _GETPUBLISHOUTCOMEREQUEST.fields_by_name['idempotency_key']._serialized_options = b'\272H\007r\005\020\001\030\200\001'
+  _GETPUBLISHOUTCOMEREQUEST.fields_by_name['idempotency_key']._serialized_options = b'\272H\007r\005\020\001\030\200\001\272H\301\001\272\001\275\001\n\025idempotency_key_exact\022Ran idempotency key has no control characters and no leading or trailing whitespace\032Pthis == \'\' || this.matches(r\'^[^\\p{Cc}\\s\\p{Z}](?:[^\\p{Cc}]*[^\\p{Cc}\\s\\p{Z}])?$\')'
   _EVENTSERVICE.methods_by_name['GetServerStatus']._options = None
   _EVENTSERVICE.methods_by_name['GetServerStatus']._serialized_options = b'\220\002\001'
   _EVENTSERVICE.methods_by_name['GetPublishOutcome']._options = None
   _EVENTSERVICE.methods_by_name['GetPublishOutcome']._serialized_options = b'\220\002\001'
-  _SNAPSHOT._serialized_start=3649
-  _SNAPSHOT._serialized_end=3737
-  _ONUNSERVABLE._serialized_start=3739
-  _ONUNSERVABLE._serialized_end=3854
-  _REASON._serialized_start=3857
-  _REASON._serialized_end=4058
-  _SERVERSTATE._serialized_start=4060
-  _SERVERSTATE._serialized_end=4156
+  _SNAPSHOT._serialized_start=4283
+  _SNAPSHOT._serialized_end=4371
+  _ONUNSERVABLE._serialized_start=4373
+  _ONUNSERVABLE._serialized_end=4488
+  _REASON._serialized_start=4491
+  _REASON._serialized_end=4720
+  _SERVERSTATE._serialized_start=4722
+  _SERVERSTATE._serialized_end=4818
   _SUBSCRIBEEVENTSREQUEST._serialized_start=168
-  _SUBSCRIBEEVENTSREQUEST._serialized_end=998
-  _SUBSCRIBEEVENTSRESPONSE._serialized_start=1001
-  _SUBSCRIBEEVENTSRESPONSE._serialized_end=1432
-  _COMMIT._serialized_start=1434
-  _COMMIT._serialized_end=1517
-  _FACT._serialized_start=1520
-  _FACT._serialized_end=1780
-  _PROGRESS._serialized_start=1782
-  _PROGRESS._serialized_end=1792
-  _CAUGHTUP._serialized_start=1794
-  _CAUGHTUP._serialized_end=1908
-  _HEARTBEAT._serialized_start=1910
-  _HEARTBEAT._serialized_end=1959
-  _RESYNCREQUIRED._serialized_start=1961
-  _RESYNCREQUIRED._serialized_end=2075
-  _GAP._serialized_start=2077
-  _GAP._serialized_end=2180
-  _SERVERSTATUS._serialized_start=2183
-  _SERVERSTATUS._serialized_end=2444
-  _LIMITS._serialized_start=2447
-  _LIMITS._serialized_end=2841
-  _STORELIMITS._serialized_start=2843
-  _STORELIMITS._serialized_end=2940
-  _PUBLISHREQUEST._serialized_start=2942
-  _PUBLISHREQUEST._serialized_end=3040
-  _PUBLISHRESPONSE._serialized_start=3042
-  _PUBLISHRESPONSE._serialized_end=3163
-  _PUBLISHBATCHREQUEST._serialized_start=3165
-  _PUBLISHBATCHREQUEST._serialized_end=3245
-  _PUBLISHBATCHRESPONSE._serialized_start=3247
-  _PUBLISHBATCHRESPONSE._serialized_end=3317
-  _GETPUBLISHOUTCOMEREQUEST._serialized_start=3319
-  _GETPUBLISHOUTCOMEREQUEST._serialized_end=3382
-  _GETPUBLISHOUTCOMERESPONSE._serialized_start=3385
-  _GETPUBLISHOUTCOMERESPONSE._serialized_end=3530
-  _GETSERVERSTATUSREQUEST._serialized_start=3532
-  _GETSERVERSTATUSREQUEST._serialized_end=3556
-  _GETSERVERSTATUSRESPONSE._serialized_start=3558
-  _GETSERVERSTATUSRESPONSE._serialized_end=3647
-  _EVENTSERVICE._serialized_start=4159
-  _EVENTSERVICE._serialized_end=4628
+  _SUBSCRIBEEVENTSREQUEST._serialized_end=1211
+  _SUBSCRIBEEVENTSRESPONSE._serialized_start=1214
+  _SUBSCRIBEEVENTSRESPONSE._serialized_end=1666
+  _COMMIT._serialized_start=1668
+  _COMMIT._serialized_end=1751
+  _FACT._serialized_start=1754
+  _FACT._serialized_end=2014
+  _PROGRESS._serialized_start=2016
+  _PROGRESS._serialized_end=2026
+  _CAUGHTUP._serialized_start=2028
+  _CAUGHTUP._serialized_end=2142
+  _HEARTBEAT._serialized_start=2144
+  _HEARTBEAT._serialized_end=2193
+  _RESYNCREQUIRED._serialized_start=2195
+  _RESYNCREQUIRED._serialized_end=2309
+  _GAP._serialized_start=2311
+  _GAP._serialized_end=2414
+  _SERVERSTATUS._serialized_start=2417
+  _SERVERSTATUS._serialized_end=2678
+  _LIMITS._serialized_start=2681
+  _LIMITS._serialized_end=3075
+  _STORELIMITS._serialized_start=3077
+  _STORELIMITS._serialized_end=3174
+  _PUBLISHREQUEST._serialized_start=3177
+  _PUBLISHREQUEST._serialized_end=3474
+  _PUBLISHRESPONSE._serialized_start=3476
+  _PUBLISHRESPONSE._serialized_end=3597
+  _PUBLISHBATCHREQUEST._serialized_start=3599
+  _PUBLISHBATCHREQUEST._serialized_end=3679
+  _PUBLISHBATCHRESPONSE._serialized_start=3681
+  _PUBLISHBATCHRESPONSE._serialized_end=3751
+  _GETPUBLISHOUTCOMEREQUEST._serialized_start=3754
+  _GETPUBLISHOUTCOMEREQUEST._serialized_end=4016
+  _GETPUBLISHOUTCOMERESPONSE._serialized_start=4019
+  _GETPUBLISHOUTCOMERESPONSE._serialized_end=4164
+  _GETSERVERSTATUSREQUEST._serialized_start=4166
+  _GETSERVERSTATUSREQUEST._serialized_end=4190
+  _GETSERVERSTATUSRESPONSE._serialized_start=4192
+  _GETSERVERSTATUSRESPONSE._serialized_end=4281
+  _EVENTSERVICE._serialized_start=4821
+  _EVENTSERVICE._serialized_end=5290
 # @@protoc_insertion_point(module_scope)

@@ -12,6 +12,7 @@ DESCRIPTOR: _descriptor.FileDescriptor
 ON_UNSERVABLE_RESYNC_TERMINAL: OnUnservable
 ON_UNSERVABLE_SNAPSHOT_INLINE: OnUnservable
 ON_UNSERVABLE_UNSPECIFIED: OnUnservable
+REASON_COMMIT_MISMATCH: Reason
 REASON_CURSOR_AHEAD: Reason
 REASON_CURSOR_TOO_OLD: Reason
 REASON_EPOCH_MISMATCH: Reason
@@ -221,11 +222,12 @@ class StoreLimits(_message.Message):
     def __init__(self, max_bytes: _Optional[int] = ..., max_age: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_commits: _Optional[int] = ...) -> None: ...
 
 class SubscribeEventsRequest(_message.Message):
-    __slots__ = ["end_at_head", "instance_epoch", "on_unservable", "since_fact", "since_seq", "since_time", "snapshot", "topics", "until_seq"]
+    __slots__ = ["end_at_head", "instance_epoch", "on_unservable", "since_fact", "since_fingerprint", "since_seq", "since_time", "snapshot", "topics", "until_seq"]
     END_AT_HEAD_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     ON_UNSERVABLE_FIELD_NUMBER: _ClassVar[int]
     SINCE_FACT_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     SINCE_SEQ_FIELD_NUMBER: _ClassVar[int]
     SINCE_TIME_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
@@ -235,18 +237,20 @@ class SubscribeEventsRequest(_message.Message):
     instance_epoch: int
     on_unservable: OnUnservable
     since_fact: int
+    since_fingerprint: int
     since_seq: int
     since_time: _timestamp_pb2.Timestamp
     snapshot: Snapshot
     topics: _containers.RepeatedScalarFieldContainer[str]
     until_seq: int
-    def __init__(self, since_seq: _Optional[int] = ..., instance_epoch: _Optional[int] = ..., since_fact: _Optional[int] = ..., topics: _Optional[_Iterable[str]] = ..., snapshot: _Optional[_Union[Snapshot, str]] = ..., on_unservable: _Optional[_Union[OnUnservable, str]] = ..., until_seq: _Optional[int] = ..., end_at_head: bool = ..., since_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, since_seq: _Optional[int] = ..., instance_epoch: _Optional[int] = ..., since_fact: _Optional[int] = ..., topics: _Optional[_Iterable[str]] = ..., snapshot: _Optional[_Union[Snapshot, str]] = ..., on_unservable: _Optional[_Union[OnUnservable, str]] = ..., until_seq: _Optional[int] = ..., end_at_head: bool = ..., since_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., since_fingerprint: _Optional[int] = ...) -> None: ...
 
 class SubscribeEventsResponse(_message.Message):
-    __slots__ = ["caught_up", "commit", "event_time", "gap", "heartbeat", "instance_epoch", "progress", "resync_required", "seq", "server_status"]
+    __slots__ = ["caught_up", "commit", "event_time", "fingerprint", "gap", "heartbeat", "instance_epoch", "progress", "resync_required", "seq", "server_status"]
     CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     GAP_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -257,6 +261,7 @@ class SubscribeEventsResponse(_message.Message):
     caught_up: CaughtUp
     commit: Commit
     event_time: _timestamp_pb2.Timestamp
+    fingerprint: int
     gap: Gap
     heartbeat: Heartbeat
     instance_epoch: int
@@ -264,7 +269,7 @@ class SubscribeEventsResponse(_message.Message):
     resync_required: ResyncRequired
     seq: int
     server_status: ServerStatus
-    def __init__(self, seq: _Optional[int] = ..., instance_epoch: _Optional[int] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., server_status: _Optional[_Union[ServerStatus, _Mapping]] = ..., commit: _Optional[_Union[Commit, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., caught_up: _Optional[_Union[CaughtUp, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., resync_required: _Optional[_Union[ResyncRequired, _Mapping]] = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ..., instance_epoch: _Optional[int] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., fingerprint: _Optional[int] = ..., server_status: _Optional[_Union[ServerStatus, _Mapping]] = ..., commit: _Optional[_Union[Commit, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., caught_up: _Optional[_Union[CaughtUp, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., resync_required: _Optional[_Union[ResyncRequired, _Mapping]] = ...) -> None: ...
 
 class Snapshot(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
