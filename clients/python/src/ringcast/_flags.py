@@ -72,8 +72,10 @@ class FlagSet:
 
     def usage(self) -> str:
         lines = [f"Usage: ringcast {self.synopsis}", "",
-                 "Every flag may also be set as the environment variable shown with it",
-                 "(RINGCAST_<NAME>); a flag on the command line wins.", "", "Flags:"]
+                 'Flags may come before or after the arguments; "--" ends the flags (an',
+                 'argument after it that starts with "-" is an argument). Every flag may',
+                 "also be set as the environment variable shown with it (RINGCAST_<NAME>);",
+                 "a flag on the command line wins.", "", "Flags:"]
         for f in sorted(self.flags.values(), key=lambda f: f.name):
             kind = {"int": " int", "uint": " uint", "string": " string", "list": " value", "bool": ""}[f.kind]
             lines.append(f"  --{f.name}{kind}  ({f.env()})")
