@@ -37,6 +37,37 @@ def _build() -> str:
     return out
 
 
+def _crc32c_table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), the checksum ringcast's fingerprints are made of."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _CRC32C[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def memory_fingerprint(receipt: object) -> int:
+    """The fingerprint a memory server gives the commit of a publish receipt
+    (docs/protocol.md, "Positions"): the CRC-32C of its seq and event time in
+    Unix nanoseconds, 8 bytes each, big-endian; 1 when that is 0."""
+    seq = receipt.seq  # type: ignore[attr-defined]
+    t = receipt.event_time  # type: ignore[attr-defined]
+    ns = t.seconds * 1_000_000_000 + t.nanos
+    return crc32c(seq.to_bytes(8, "big") + (ns % (1 << 64)).to_bytes(8, "big")) or 1
+
+
 @pytest.fixture(scope="session")
 def ringcast_bin() -> Iterator[str]:
     b = _build()

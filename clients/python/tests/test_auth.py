@@ -1,7 +1,7 @@
 """The token option against a server with --auth jwt: a stream that ends at
 its token's expiry resumes with a fresh token, losing and repeating
 nothing; a fresh token refused at once ends the iteration; refusals are
-permanent."""
+permanent; an idempotency key belongs to its publisher."""
 
 from __future__ import annotations
 
@@ -162,3 +162,26 @@ def test_refusals_are_permanent(jwt_server: tuple[Server, Path], ringcast_bin: s
         with pytest.raises(ringcast.ConnectError) as e:
             list(c.subscribe())
     assert e.value.code == "unauthenticated" and "identity provider down" in e.value.message
+
+
+def test_a_key_belongs_to_its_publisher(jwt_server: tuple[Server, Path], ringcast_bin: str) -> None:
+    """Two publishers (tokens of other subjects) using one key publish two
+    commits, neither told of the other's; each one's reuse of it with other
+    facts is refused (is_key_reused), its retry gets its own receipt."""
+    srv, key = jwt_server
+    alice = ringcast.Client(srv.url, token=mint(ringcast_bin, key, "alice", "1h", ["keys"]))
+    bob = ringcast.Client(srv.url, token=mint(ringcast_bin, key, "bob", "1h", ["keys"]))
+    try:
+        a = alice.publish([{"topic": "keys/a", "type": "x.n"}], idempotency_key="shared-key")
+        b = bob.publish([{"topic": "keys/b", "type": "x.n"}], idempotency_key="shared-key")
+        assert not a.duplicate and not b.duplicate and a.seq != b.seq
+        again = alice.publish([{"topic": "keys/a", "type": "x.n"}], idempotency_key="shared-key")
+        assert again.duplicate and again.seq == a.seq
+        mine = bob.publish([{"topic": "keys/b", "type": "x.n"}], idempotency_key="shared-key")
+        assert mine.duplicate and mine.seq == b.seq
+        with pytest.raises(ringcast.ConnectError) as e:
+            alice.publish([{"topic": "keys/b", "type": "x.n"}], idempotency_key="shared-key", backoff=FAST)
+        assert ringcast.is_key_reused(e.value), e.value
+    finally:
+        alice.close()
+        bob.close()

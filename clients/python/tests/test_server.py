@@ -1,6 +1,8 @@
 """The client against real `ringcast serve` processes on loopback: resuming
-mid-commit from a cursor file, a resync after a restart, since_time,
-publish retries under one key, Retry-After, GetPublishOutcome."""
+mid-commit from a cursor file, cursors that name their commit (a
+fingerprint from another log resyncs), a resync after a restart,
+since_time, publish retries under one key, a key reused with other facts
+refused at once, Retry-After, GetPublishOutcome."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import pytest
 import ringcast
 from ringcast import pb
 
-from conftest import Server
+from conftest import Server, memory_fingerprint
 
 CODECS = ringcast.connect.CODECS
 FAST = ringcast.Backoff(min_ms=2, initial_ms=10, max_ms=100)
@@ -49,13 +51,42 @@ def test_mid_commit_resume_from_a_cursor_file(start_server: Callable[..., Server
                 ringcast.save_cursor(cursor_file, item.cursor)
                 break
         assert got == [(first.seq, 0)]
-        assert cursor_file.read_text() == f"rc1.{srv.epoch:016x}.{first.seq}.1\n"
+        # The cursor names the commit it is inside by its fingerprint (rc2).
+        assert cursor_file.read_text() == f"rc2.{srv.epoch:016x}.{first.seq}.1.{memory_fingerprint(first):08x}\n"
         # The next run, from the file, delivers the rest of that commit first, then the next one.
         items, sub = read_to_head(c, cursor=ringcast.load_cursor(cursor_file))
         rest = [(i.seq, i.index, i.last) for i in items if i.kind == "fact"]
         assert rest == [(first.seq, 1, False), (first.seq, 2, True), (second.seq, 0, True)]
         assert [i.kind for i in items][-1] == "caught_up"
-        assert sub.cursor == ringcast.Cursor(srv.epoch, second.seq, 0)
+        assert sub.cursor == ringcast.Cursor(srv.epoch, second.seq, 0, memory_fingerprint(second))
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_cursor_from_another_log_resyncs(start_server: Callable[..., Server], codec: str) -> None:
+    """A cursor with the server's epoch and seq whose fingerprint names
+    another commit (a cursor kept across a restore of the store) is answered
+    with a resync, reason COMMIT_MISMATCH, and the snapshot: nothing of the
+    other log's position is carried onto these commits. The same cursor
+    without a fingerprint (rc1) is served by its epoch and seq alone."""
+    srv = start_server()
+    with ringcast.Client(srv.url, codec=codec) as c:
+        first = c.publish(facts("m/a"))
+        second = c.publish(facts("m/b"))
+        real = memory_fingerprint(first)
+        other = ringcast.Cursor(srv.epoch, first.seq, 0, real ^ 0x5A5A5A5A)
+        items, sub = read_to_head(c, cursor=str(other))
+        assert [i.kind for i in items] == ["resynced", "fact", "fact", "caught_up"]
+        r = items[0]
+        assert (r.reason, r.reason_name, r.requested_seq, r.inline) == \
+            (pb.REASON_COMMIT_MISMATCH, "COMMIT_MISMATCH", first.seq, False)
+        assert r.cursor == ringcast.ZERO_CURSOR
+        assert [(i.seq, i.cursor) for i in items[1:3]] == [
+            (first.seq, ringcast.Cursor(srv.epoch, first.seq, 0, real)),
+            (second.seq, ringcast.Cursor(srv.epoch, second.seq, 0, memory_fingerprint(second)))]
+        # The right fingerprint resumes after the commit; none (rc1) as well.
+        for cur in [ringcast.Cursor(srv.epoch, first.seq, 0, real), ringcast.Cursor(srv.epoch, first.seq, 0)]:
+            items, _ = read_to_head(c, cursor=cur)
+            assert [(i.kind, i.seq) for i in items if i.kind != "caught_up"] == [("fact", second.seq)], cur
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -102,7 +133,7 @@ def test_a_live_subscription_resyncs_after_a_restart(start_server: Callable[...,
         if nxt.kind == "caught_up":
             nxt = take()
         assert nxt.kind == "fact" and (nxt.epoch, nxt.seq, nxt.type) == (srv.epoch, after.seq, "x.after")
-        assert nxt.cursor == ringcast.Cursor(srv.epoch, after.seq, 0)
+        assert nxt.cursor == ringcast.Cursor(srv.epoch, after.seq, 0, memory_fingerprint(after))
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -226,6 +257,60 @@ def test_publish_stops_at_a_permanent_code(start_server: Callable[..., Server]) 
         with pytest.raises(ringcast.ConnectError) as e:
             c.publish([{"topic": "Not A Topic", "type": "x"}])
         assert e.value.code == "invalid_argument" and e.value.wire
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_key_reused_with_other_facts_is_refused_at_once(start_server: Callable[..., Server], codec: str) -> None:
+    """A key names one commit: the same facts again under it return the
+    original receipt (duplicate); other facts under it are refused with
+    already_exists (is_key_reused), in one request, never retried, and
+    nothing is appended."""
+    srv = start_server()
+    t = Recording(srv.url, codec=codec)
+
+    def no_sleep(s: float) -> None:
+        raise AssertionError(f"publish slept {s} s for a retry")
+
+    try:
+        first = ringcast.publish(t, facts("kr/a", "kr/b"), idempotency_key="order-7")
+        again = ringcast.publish(t, facts("kr/a", "kr/b"), idempotency_key="order-7", sleep=no_sleep)
+        assert not first.duplicate and again.duplicate
+        assert (again.seq, again.instance_epoch, again.event_time) == (first.seq, first.instance_epoch, first.event_time)
+        for other in [facts("kr/a", "kr/c"), facts("kr/a"), [*reversed(facts("kr/a", "kr/b"))],
+                      facts("kr/a", "kr/b", type="x.other")]:
+            t.attempts.clear()
+            with pytest.raises(ringcast.ConnectError) as e:
+                ringcast.publish(t, other, idempotency_key="order-7", attempts=5, backoff=FAST, sleep=no_sleep)
+            assert ringcast.is_key_reused(e.value) and e.value.code == "already_exists" and e.value.wire, e.value
+            assert len(t.attempts) == 1, "a reused key is not retried"
+        with ringcast.Client(srv.url, codec=codec, backoff=FAST) as c:
+            with pytest.raises(ringcast.ConnectError) as e:
+                c.publish(facts("kr/z"), idempotency_key="order-7")
+            assert ringcast.is_key_reused(e.value)
+            items, _ = read_to_head(c)
+        assert [(i.seq, i.topic) for i in items if i.kind == "fact"] == [(first.seq, "kr/a"), (first.seq, "kr/b")], \
+            "only the first commit was appended"
+        assert not ringcast.is_key_reused(ringcast.ConnectError("invalid_argument", "x"))
+        assert not ringcast.is_key_reused(ValueError("already_exists"))
+        assert not ringcast.is_key_reused(None)
+    finally:
+        t.close()
+
+
+def test_a_key_with_control_characters_or_edge_whitespace_is_refused(start_server: Callable[..., Server]) -> None:
+    srv = start_server()
+    t = Recording(srv.url)
+    try:
+        for key in ["k\x01", "k\x7f", "k\u0085x", " k", "k ", "\tk", "k\u00a0", "k\u2003"]:
+            t.attempts.clear()
+            with pytest.raises(ringcast.ConnectError) as e:
+                ringcast.publish(t, facts("kk/a"), idempotency_key=key, backoff=FAST)
+            assert e.value.code == "invalid_argument" and e.value.wire and len(t.attempts) == 1, (key, e.value)
+        # Inner whitespace is part of a key, and a generated key is always valid.
+        assert ringcast.publish(t, facts("kk/a"), idempotency_key="k 1").seq > 0
+        assert ringcast.publish(t, facts("kk/a")).seq > 0
+    finally:
+        t.close()
 
 
 class Recording(ringcast.Transport):

@@ -1,7 +1,8 @@
 """`python3 -m ringcast tail` against the Go CLI's `ringcast tail`: the same
 lines, byte for byte, on the same server (facts of every shape, a resync
-after a restart, --count inside a commit, --topic), the same cursor files,
-the same errors; SIGTERM stops between two lines, exactly once."""
+after a restart, --count inside a commit, --topic), the same cursor files
+(with the commit's fingerprint; one from another log resyncs), the same
+errors; SIGTERM stops between two lines, exactly once."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import ringcast
 
-from conftest import ROOT, Server
+from conftest import ROOT, Server, memory_fingerprint
 
 ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("RINGCAST_")},
        "PYTHONPATH": str(ROOT / "clients" / "python" / "src")}
@@ -68,7 +69,8 @@ def test_the_same_lines_as_the_go_cli(start_server: Callable[..., Server], ringc
     first = compare(ringcast_bin, tmp_path, "count.cursor", *s, "--topic", "shapes/d", "--count", "1")
     assert first.decode() == f'{{"seq":{three.seq},"index":0,"last":false,"topic":"shapes/d","type":"x.n","key":"","data":{{"i":0}},' \
         f'"time":{first.decode().split(chr(34) + "time" + chr(34) + ":")[1]}'
-    assert (tmp_path / "py-count.cursor").read_text() == f"rc1.{srv.epoch:016x}.{three.seq}.1\n"
+    assert (tmp_path / "py-count.cursor").read_text() == \
+        f"rc2.{srv.epoch:016x}.{three.seq}.1.{memory_fingerprint(three):08x}\n"
     second = compare(ringcast_bin, tmp_path, "count.cursor", *s, "--topic", "shapes/d", "--count", "2")
     assert [ln.split(",")[1] for ln in second.decode().splitlines()] == ['"index":1', '"index":2']
     # A restart: the cursor files name the old epoch, so both print a resynced line, then the new snapshot.
@@ -85,11 +87,38 @@ def test_the_same_lines_as_the_go_cli(start_server: Callable[..., Server], ringc
     assert b'"type":"x.later"' in compare(ringcast_bin, tmp_path, "swap.cursor", "--server", srv.url, "--end-at-head")
 
 
+def test_a_cursor_file_from_another_log(start_server: Callable[..., Server], ringcast_bin: str, tmp_path: Path) -> None:
+    """A cursor file with the server's epoch and seq but another commit's
+    fingerprint (kept across a restore of the store): both print a resynced
+    line, reason commit_mismatch, then the snapshot, and both files then
+    hold the server's own cursor; an rc1 file (no fingerprint) resumes."""
+    srv = start_server()
+    with ringcast.Client(srv.url) as c:
+        first = c.publish([{"topic": "fp/a", "type": "x.n", "data": {"n": 1}}])
+        second = c.publish([{"topic": "fp/a", "type": "x.n", "data": {"n": 2}}])
+    wrong = ringcast.Cursor(srv.epoch, first.seq, 0, memory_fingerprint(first) ^ 1 or 2)
+    for name in ["go-other.cursor", "py-other.cursor"]:
+        ringcast.save_cursor(tmp_path / name, wrong)
+    out = compare(ringcast_bin, tmp_path, "other.cursor", "--server", srv.url, "--end-at-head").decode().splitlines()
+    assert out[0] == f'{{"signal":"resynced","reason":"commit_mismatch","requested_seq":{first.seq},"oldest_seq":1,' \
+        f'"head_seq":{second.seq},"inline":false}}'
+    assert [ln[:len('{"seq":N')] for ln in out[1:3]] == [f'{{"seq":{first.seq}', f'{{"seq":{second.seq}']
+    assert (tmp_path / "py-other.cursor").read_text() == \
+        f"rc2.{srv.epoch:016x}.{second.seq}.0.{memory_fingerprint(second):08x}\n"
+    for name in ["go-old.cursor", "py-old.cursor"]:
+        (tmp_path / name).write_text(f"rc1.{srv.epoch:016x}.{first.seq}.0\n")
+    out = compare(ringcast_bin, tmp_path, "old.cursor", "--server", srv.url, "--end-at-head").decode().splitlines()
+    assert len(out) == 2 and out[0].startswith(f'{{"seq":{second.seq},') and out[1].startswith('{"signal":"caught_up"')
+
+
 def test_the_same_errors_as_the_go_cli(ringcast_bin: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.cursor"
     bad.write_text("rc1.not-a-cursor\n")
-    for args, code in [(["--bogus"], 2), (["--count", "x"], 2), (["--count", "-1"], 1), (["--server"], 2),
+    # Flags may follow arguments (and "--" ends them), so a --server without
+    # a value takes the "--" that ends the flags.
+    for args, code in [(["--bogus"], 2), (["--count", "x"], 2), (["--count", "-1"], 1), (["--server"], 1),
                        (["--server", "localhost:8080"], 1), (["--server", "ftp://h"], 1), (["extra"], 2),
+                       (["extra", "--bogus"], 2), (["extra", "--count", "1"], 2), (["--", "--count"], 2),
                        (["--since", "15m", "--since-time", "2026-12-01T09:00:00Z"], 1), (["--since", "soon"], 1),
                        (["--since-time", "yesterday"], 1), (["--snapshot", "all"], 1), (["--end-at-head=maybe"], 2)]:
         g, p = go_tail(ringcast_bin, *args), py_tail(*args)

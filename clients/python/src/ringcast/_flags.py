@@ -1,8 +1,8 @@
 """Command-line flags parsed as the Go CLI parses its own (Go's flag
 package): -name or --name, -name=value or -name value (a bool flag takes
-only -name or -name=value), flags end at the first argument that is not
-one or at "--"; every flag not given falls back to its environment
-variable RINGCAST_<NAME>."""
+only -name or -name=value); flags may come before or after the positional
+arguments, and "--" ends them; every flag not given falls back to its
+environment variable RINGCAST_<NAME>."""
 
 from __future__ import annotations
 
@@ -72,8 +72,10 @@ class FlagSet:
 
     def usage(self) -> str:
         lines = [f"Usage: ringcast {self.synopsis}", "",
-                 "Every flag may also be set as the environment variable shown with it",
-                 "(RINGCAST_<NAME>); a flag on the command line wins.", "", "Flags:"]
+                 'Flags may come before or after the arguments; "--" ends the flags (an',
+                 'argument after it that starts with "-" is an argument). Every flag may',
+                 "also be set as the environment variable shown with it (RINGCAST_<NAME>);",
+                 "a flag on the command line wins.", "", "Flags:"]
         for f in sorted(self.flags.values(), key=lambda f: f.name):
             kind = {"int": " int", "uint": " uint", "string": " string", "list": " value", "bool": ""}[f.kind]
             lines.append(f"  --{f.name}{kind}  ({f.env()})")
@@ -83,8 +85,37 @@ class FlagSet:
             lines.append(f"      {f.usage}{dflt}")
         return "\n".join(lines) + "\n"
 
+    def interspersed(self, args: list[str]) -> list[str]:
+        """args with its flags moved before its positional arguments, and "--"
+        between them, as the Go CLI arranges them before parsing: a flag's
+        value is the next argument unless the flag is a bool or has
+        "=value"; "--" ends the flags (what follows is positional, "-…"
+        included), and a lone "-" is positional. An unknown flag stays a
+        flag, for parse to refuse."""
+        flags: list[str] = []
+        pos: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                pos.extend(args[i + 1:])
+                break
+            if len(a) < 2 or a[0] != "-":
+                pos.append(a)
+                i += 1
+                continue
+            flags.append(a)
+            name = a[1:].removeprefix("-")
+            f = self.flags.get(name) if "=" not in name else None
+            if f is not None and f.kind != "bool" and i + 1 < len(args):
+                i += 1
+                flags.append(args[i])
+            i += 1
+        return [*flags, "--", *pos]
+
     def parse(self, args: list[str], environ: Callable[[str], str | None] = os.environ.get) -> list[str]:
-        """Sets the flags from args and the environment; returns the rest."""
+        """Sets the flags from args (interspersed) and the environment; returns the positional arguments."""
+        args = self.interspersed(args)
         seen: set[str] = set()
         i = 0
         while i < len(args):

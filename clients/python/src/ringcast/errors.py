@@ -102,3 +102,12 @@ def is_token_expired(err: BaseException | None) -> bool:
     """Whether err is the server's "token expired" end of a stream (or
     refusal of a call): the one Unauthenticated error a fresh token can fix."""
     return isinstance(err, ConnectError) and err.code == "unauthenticated" and err.message == TOKEN_EXPIRED_MESSAGE
+
+
+def is_key_reused(err: BaseException | None) -> bool:
+    """Whether err is the server's refusal of a publish whose idempotency key
+    its publisher already used, within the dedupe window, for a commit with
+    other facts: code already_exists (docs/protocol.md, "Publish"). It is
+    permanent: publish() raises it at once. A retry must send the same
+    facts; a new commit needs a new key."""
+    return isinstance(err, ConnectError) and err.code == "already_exists"

@@ -107,6 +107,12 @@ def publish(
     at least a resource_exhausted refusal's Retry-After, up to attempts
     requests (default 5); a permanent code raises at once.
 
+    A key is its publisher's and names one commit: sending it again with
+    other facts raises an already_exists ConnectError (is_key_reused), at
+    once, never retried; a retry must send the same facts, a new commit
+    needs a new key. A key with a control character or whitespace at either
+    end is invalid_argument; the generated ones are always valid.
+
     confirm_by_outcome: before each retry, read the commit's outcome by its
     key; applied: return that original receipt with duplicate set and
     publish no more; not applied, or the read failed: retry the publish.

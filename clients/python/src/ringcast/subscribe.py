@@ -255,7 +255,7 @@ class Subscription:
                 st.broken = True
                 return
             if res.seq > self._cursor.seq or res.instance_epoch != self._cursor.epoch:
-                self._cursor = Cursor(res.instance_epoch, res.seq, 0)
+                self._cursor = Cursor(res.instance_epoch, res.seq, 0, res.fingerprint)
                 st.progress = True
             if which == "server_status" and res.server_status.HasField("limits"):
                 self._heartbeat(res.server_status.limits.heartbeat_interval)
@@ -303,7 +303,7 @@ class Subscription:
         st.progress = True
         if not facts:
             # Nothing (more) of this commit for this stream: it is consumed.
-            self._cursor = Cursor(res.instance_epoch, seq, 0)
+            self._cursor = Cursor(res.instance_epoch, seq, 0, res.fingerprint)
             return
         event_time = event_time_ns = None
         if res.HasField("event_time"):
@@ -315,8 +315,9 @@ class Subscription:
         for i, f in enumerate(facts):
             last = i == len(facts) - 1
             payload = f.WhichOneof("payload")
-            # Consumed as it is handed over: the cursor moves first.
-            self._cursor = Cursor(res.instance_epoch, seq, 0 if last else f.index + 1)
+            # Consumed as it is handed over: the cursor moves first; inside
+            # the commit as after it, the cursor names it by its fingerprint.
+            self._cursor = Cursor(res.instance_epoch, seq, 0 if last else f.index + 1, res.fingerprint)
             yield FactItem(
                 epoch=res.instance_epoch, seq=seq, index=f.index, last=last, fact_count=c.fact_count,
                 topic=f.topic, type=f.type, key=f.key, content_type=f.content_type, cursor=self._cursor,
@@ -327,7 +328,7 @@ class Subscription:
 
     def _resynced(self, res: pb.SubscribeEventsResponse, r: pb.Gap | pb.ResyncRequired, inline: bool) -> ResyncedSignal:
         previous = self._cursor.epoch
-        # Discard the cursor: what follows is a snapshot of this instance.
+        # Discard the cursor, fingerprint and all: what follows is a snapshot of this instance.
         self._cursor = ZERO_CURSOR
         self._time_spent = True
         return ResyncedSignal(reason=r.reason, reason_name=reason_name(r.reason), requested_seq=r.requested_seq,
@@ -341,7 +342,10 @@ class Subscription:
             # Stopped inside commit until: ask one further, stop client-side.
             until = c.seq + 1
         req = pb.SubscribeEventsRequest(
-            since_seq=c.seq, instance_epoch=c.epoch, since_fact=c.fact, topics=self._topics,
+            since_seq=c.seq, instance_epoch=c.epoch, since_fact=c.fact,
+            # So that a log that gave c.seq to another commit answers with a
+            # resync (reason commit_mismatch).
+            since_fingerprint=c.fingerprint, topics=self._topics,
             snapshot=cast(Any, self._snapshot), on_unservable=cast(Any, self._on_unservable), until_seq=until,
             end_at_head=self._end_at_head,
         )
@@ -362,8 +366,10 @@ class Subscription:
         u = self._until
         if u == 0 or res.seq <= u:
             return False
-        if self._cursor.epoch == res.instance_epoch and self._cursor.seq <= u:
-            self._cursor = Cursor(res.instance_epoch, u, 0)
+        cur = self._cursor
+        if cur.epoch == res.instance_epoch and cur.seq <= u:
+            # Still commit u's fingerprint when the cursor was inside it.
+            self._cursor = Cursor(res.instance_epoch, u, 0, cur.fingerprint if cur.seq == u else 0)
         return True
 
     def _switched_epoch(self, res: pb.SubscribeEventsResponse) -> bool:
