@@ -114,9 +114,9 @@ def test_a_cursor_file_from_another_log(start_server: Callable[..., Server], rin
 def test_the_same_errors_as_the_go_cli(ringcast_bin: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.cursor"
     bad.write_text("rc1.not-a-cursor\n")
-    # Flags may follow arguments (and "--" ends them), so a --server without
-    # a value takes the "--" that ends the flags.
-    for args, code in [(["--bogus"], 2), (["--count", "x"], 2), (["--count", "-1"], 1), (["--server"], 1),
+    # Flags may follow arguments (and "--" ends them); a --server without a
+    # value still needs one.
+    for args, code in [(["--bogus"], 2), (["--count", "x"], 2), (["--count", "-1"], 1), (["--server"], 2),
                        (["--server", "localhost:8080"], 1), (["--server", "ftp://h"], 1), (["extra"], 2),
                        (["extra", "--bogus"], 2), (["extra", "--count", "1"], 2), (["--", "--count"], 2),
                        (["--since", "15m", "--since-time", "2026-12-01T09:00:00Z"], 1), (["--since", "soon"], 1),

@@ -104,10 +104,13 @@ func interspersed(fs *flag.FlagSet, args []string) []string {
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			continue
 		}
-		if i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
+		if i+1 == len(args) {
+			// A flag that takes a value, last, without one: no "--" for it
+			// to take as its value, so the flag package says it needs one.
+			return flags
 		}
+		i++
+		flags = append(flags, args[i])
 	}
 	return append(append(flags, "--"), pos...)
 }

@@ -22,7 +22,8 @@ func TestInterspersed(t *testing.T) {
 		{[]string{"--server", "-u-", "a"}, []string{"--server", "-u-", "--", "a"}},
 		{[]string{"a", "--", "--server", "u"}, []string{"--", "a", "--server", "u"}},
 		{[]string{"-", "--bogus", "a"}, []string{"--bogus", "--", "-", "a"}},
-		{[]string{"a", "--server"}, []string{"--server", "--", "a"}},
+		{[]string{"a", "--server"}, []string{"--server"}}, // needs a value: the flag package says so
+		{[]string{"--server"}, []string{"--server"}},
 		{nil, []string{"--"}},
 	} {
 		if got := interspersed(fs, c.args); !slices.Equal(got, c.want) {
@@ -36,6 +37,9 @@ func TestInterspersed(t *testing.T) {
 // arguments; after "--" an argument starting with "-" is an argument.
 func TestFlagsAfterArguments(t *testing.T) {
 	srv := ringtest.Start(t, ringtest.Config())
+	if code, _, errOut := runCmd("tail", "--server"); code != 2 || !strings.Contains(errOut, "needs an argument") {
+		t.Fatalf("tail --server without a value: exit %d, %s; want 2, the flag needs an argument", code, errOut)
+	}
 	if code, out, errOut := runCmd("publish", `{"topic":"i/a","type":"t"}`, "--server", srv.URL, "--idempotency-key", "-dash"); code != 0 || !strings.Contains(out, `"seq":`) {
 		t.Fatalf("publish FACT --server: exit %d, %s %s", code, out, errOut)
 	}

@@ -107,7 +107,11 @@ class FlagSet:
             flags.append(a)
             name = a[1:].removeprefix("-")
             f = self.flags.get(name) if "=" not in name else None
-            if f is not None and f.kind != "bool" and i + 1 < len(args):
+            if f is not None and f.kind != "bool":
+                if i + 1 == len(args):
+                    # A flag that takes a value, last, without one: no "--"
+                    # for it to take, so the parser says it needs one.
+                    return flags
                 i += 1
                 flags.append(args[i])
             i += 1
