@@ -22,7 +22,7 @@ from scripted import ScriptedServer
 
 VECTORS = sorted((CONFORMANCE / "vectors").glob("*.json"))
 #: The files of clients/conformance a test here reads (a new one fails test_every_file_is_read).
-READ = {"backoff.json", "defaults.json"} | {f"vectors/{p.name}" for p in VECTORS}
+READ = {"backoff.json", "defaults.json", "retry-after.json"} | {f"vectors/{p.name}" for p in VECTORS}
 
 
 def load(p: Path) -> dict[str, Any]:
@@ -167,6 +167,18 @@ def test_every_file_is_read() -> None:
     """A file added to clients/conformance fails here until a Python test runs it."""
     files = {str(p.relative_to(CONFORMANCE)) for p in CONFORMANCE.rglob("*.json")}
     assert sorted(files - READ) == [], "conformance files no Python test reads"
+
+
+RETRY_AFTER = load(CONFORMANCE / "retry-after.json")["cases"]
+
+
+@pytest.mark.parametrize("case", RETRY_AFTER, ids=[repr(c["header"]) for c in RETRY_AFTER])
+def test_retry_after_reads_as_shared(case: dict[str, Any]) -> None:
+    def refusal(code: str) -> ringcast.ConnectError:
+        return ringcast.ConnectError(code, "x", ringcast.Metadata([("Retry-After", case["header"])]))
+
+    assert ringcast.retry_after_ms(refusal("resource_exhausted")) == case["ms"]
+    assert ringcast.retry_after_ms(refusal("unavailable")) == 0, "only resource_exhausted asks for a wait"
 
 
 def test_retry_after() -> None:

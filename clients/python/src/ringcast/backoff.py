@@ -10,6 +10,7 @@ stayed open at least reset_ms.
 from __future__ import annotations
 
 import math
+import re
 import random
 from dataclasses import dataclass
 from typing import Callable
@@ -72,8 +73,18 @@ def retry_after_ms(err: BaseException | None) -> float:
     long, whatever the backoff says."""
     if not isinstance(err, ConnectError) or err.code != "resource_exhausted":
         return 0
-    raw = (err.metadata.get("retry-after") or "").strip()
-    if not raw.isdigit():
+    return parse_retry_after_ms(err.metadata.get("retry-after") or "")
+
+
+_RETRY_AFTER = re.compile(r"[ \t]*([0-9]+)[ \t]*")
+
+
+def parse_retry_after_ms(value: str) -> float:
+    """A Retry-After value read as every client reads it
+    (clients/conformance/retry-after.json): whole seconds in ASCII digits,
+    spaces or tabs around them allowed, capped at 5 minutes; anything else
+    ("5s", "-1", "1.5", "²", an HTTP-date) is no wait."""
+    m = _RETRY_AFTER.fullmatch(value)
+    if m is None:
         return 0
-    secs = int(raw)
-    return min(secs * 1000, _defaults.RETRY_AFTER_CAP_MS) if secs > 0 else 0
+    return min(int(m.group(1)) * 1000, _defaults.RETRY_AFTER_CAP_MS)
