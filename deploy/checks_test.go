@@ -470,7 +470,27 @@ func checkKeyFromSecret(t *testing.T, where string, objs []object, p ringcastPod
 			return
 		}
 	}
-	t.Errorf("%s: no Secret %s (the template in deploy/) for --jwt-key-file", where, secret.SecretName)
+	t.Errorf("%s: no Secret %s (the template %s) for --jwt-key-file", where, secret.SecretName, secretTemplate)
+}
+
+// TestApplyCannotOverwriteTheSecret: nothing `kubectl apply -f deploy/`
+// reads (-R included: every .json, .yaml and .yml file under deploy/) is
+// a Secret, so applying the manifests never replaces the real key with the
+// template's placeholder; the template is a file kubectl skips, and the
+// Secret is made with `kubectl create secret`, which refuses to replace
+// one that exists.
+func TestApplyCannotOverwriteTheSecret(t *testing.T) {
+	for _, o := range load(t) {
+		if _, ok := o.obj.(*corev1.Secret); ok {
+			t.Errorf("%s: a Secret that kubectl apply -f deploy/ would apply over the real one", o.where)
+		}
+	}
+	if applied(secretTemplate) {
+		t.Errorf("%s: kubectl apply -f deploy/ reads it", secretTemplate)
+	}
+	if len(loadFile(t, secretTemplate)) == 0 {
+		t.Errorf("%s holds no Secret", secretTemplate)
+	}
 }
 
 // checkShutdown checks the timings of docs/reliability.md: SIGKILL only

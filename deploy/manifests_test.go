@@ -76,38 +76,62 @@ func decode(doc []byte) (string, metav1.Object, error) {
 	return tm.Kind, obj, nil
 }
 
-// load decodes every YAML document under deploy/.
+// secretTemplate is the Secret's template. Its name does not end in a
+// manifest's extension, so `kubectl apply -f deploy/` (with -R or
+// without) never reads it and cannot overwrite a real Secret with it.
+const secretTemplate = "jwt-key-secret.yaml.example"
+
+// applied reports whether `kubectl apply -f DIR` reads the file: kubectl
+// takes the files of a directory whose names end in .json, .yaml or .yml.
+func applied(path string) bool {
+	switch filepath.Ext(path) {
+	case ".json", ".yaml", ".yml":
+		return true
+	}
+	return false
+}
+
+// load decodes every document under deploy/ that `kubectl apply -f`
+// applies (applied), subdirectories included, as `apply -R` does.
 func load(t *testing.T) []object {
 	t.Helper()
 	var objs []object
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+		if err != nil || d.IsDir() || !applied(path) {
 			return err
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for i, doc := range docSep.Split(string(b), -1) {
-			where := fmt.Sprintf("%s:%d", path, i+1)
-			kind, obj, err := decode([]byte(doc))
-			if err != nil {
-				t.Errorf("%s: %v", where, err)
-				continue
-			}
-			if obj == nil {
-				continue
-			}
-			layout := filepath.Dir(path)
-			if layout == "." {
-				layout = ""
-			}
-			objs = append(objs, object{where: where, layout: layout, kind: kind, obj: obj})
-		}
+		objs = append(objs, loadFile(t, path)...)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return objs
+}
+
+// loadFile decodes every YAML document of one file.
+func loadFile(t *testing.T, path string) []object {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []object
+	for i, doc := range docSep.Split(string(b), -1) {
+		where := fmt.Sprintf("%s:%d", path, i+1)
+		kind, obj, err := decode([]byte(doc))
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+			continue
+		}
+		if obj == nil {
+			continue
+		}
+		layout := filepath.Dir(path)
+		if layout == "." {
+			layout = ""
+		}
+		objs = append(objs, object{where: where, layout: layout, kind: kind, obj: obj})
 	}
 	return objs
 }
@@ -146,7 +170,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		" Namespace ringcast", " Secret ringcast-jwt",
+		" Namespace ringcast",
 		"single StatefulSet ringcast", "single Service ringcast", "single PodDisruptionBudget ringcast",
 		"cluster Deployment ringcast", "cluster Service ringcast", "cluster PodDisruptionBudget ringcast",
 		"cluster StatefulSet nats", "cluster Service nats", "cluster Service nats-headless",
@@ -162,12 +186,12 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 // (server/internal/edge/auth.MinSecretBytes).
 const minSecretBytes = 32
 
-// TestSecretIsATemplate checks that the Secret in the repository holds
-// nothing a server would start with: its "hmac:" placeholder is shorter
-// than a secret, so a server given it as it is refuses to start.
+// TestSecretIsATemplate checks that the Secret template in the repository
+// holds nothing a server would start with: its "hmac:" placeholder is
+// shorter than a secret, so a server given it as it is refuses to start.
 func TestSecretIsATemplate(t *testing.T) {
 	n := 0
-	for _, o := range load(t) {
+	for _, o := range loadFile(t, secretTemplate) {
 		s, ok := o.obj.(*corev1.Secret)
 		if !ok {
 			continue
@@ -189,10 +213,12 @@ func TestSecretIsATemplate(t *testing.T) {
 }
 
 // layouts groups the objects by directory; deploy/ itself (the
-// Namespace, the Secret) belongs to every layout.
+// Namespace) and the Secret template, which the operator creates the
+// Secret from, belong to every layout.
 func layouts(t *testing.T) map[string][]object {
 	objs := load(t)
 	shared := slices.DeleteFunc(slices.Clone(objs), func(o object) bool { return o.layout != "" })
+	shared = append(shared, loadFile(t, secretTemplate)...)
 	out := map[string][]object{}
 	for _, o := range objs {
 		if o.layout != "" {

@@ -62,16 +62,22 @@ func BinaryName(version string, t Target) string {
 //   - CGO_ENABLED=0: a static binary, no libc needed (the image has none);
 //   - -trimpath: no build machine paths in the binary (reproducible);
 //   - -ldflags "-s -w -X main.version=…": no symbol tables, and the version
-//     `ringcast version` and ServerStatus report;
+//     `ringcast version` and ServerStatus report (an empty version: no -X,
+//     and the binary reports the version the go command stamps, as `go
+//     build` of the tree does);
 //   - -buildvcs=auto: the commit is stamped when the tree is a git checkout
 //     (`go version -m` shows it), whatever GOFLAGS says;
 //   - GOWORK=off: built from the root module's go.mod alone, with the very
 //     dependency versions `go install …@version` resolves, not the
 //     workspace's (go.work also joins the tools module).
 func BuildBinary(ctx context.Context, root, version string, t Target, out string) error {
+	ldflags := "-s -w"
+	if version != "" {
+		ldflags += " -X main.version=" + version
+	}
 	cmd := exec.CommandContext(ctx, "go", "build",
 		"-trimpath", "-buildvcs=auto",
-		"-ldflags", "-s -w -X main.version="+version,
+		"-ldflags", ldflags,
 		"-o", out, "./server/cmd/ringcast")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+t.OS, "GOARCH="+t.Arch, "GOWORK=off")

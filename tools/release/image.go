@@ -61,9 +61,11 @@ type ImageSpec struct {
 	CACerts  []byte    // PEM bundle of root CAs
 }
 
-// Tag is the name `docker load` gives the image: ringcast:VERSION.
+// Tag is the name `docker load` gives the image: ringcast:VERSION (a
+// version a tag cannot hold as it is, such as "…+dirty", as imageTag
+// writes it).
 func (s ImageSpec) Tag() (name.Tag, error) {
-	return name.NewTag("ringcast:"+s.Version, name.WithDefaultRegistry(""))
+	return name.NewTag("ringcast:"+imageTag(s.Version), name.WithDefaultRegistry(""))
 }
 
 // BuildImage assembles the image: one layer holding the binary, the CA

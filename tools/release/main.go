@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"debug/buildinfo"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +29,7 @@ const usage = `usage: go run ./tools/release COMMAND [flags]   (from the reposit
 
   build    -version V [-out DIR] [-targets OS/ARCH,…]   static binaries and SHA256SUMS
   image    [-version V] [-arch ARCH] [-out FILE] [-ca-certs FILE]   a docker-loadable image tarball
+           (no -version: the version go build stamps, as the binary reports it)
   prepare  -version V    drop the replace lines; require the sibling modules at V
   restore                put the replace lines back
 `
@@ -48,7 +50,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	root := fs.String("root", ".", "the repository's root")
-	version := fs.String("version", "", "the version stamped and tagged")
+	version := fs.String("version", "", "the version stamped and tagged (image: default the version go build stamps; a release version of a commit not tagged with it is built with a warning)")
 	switch args[0] {
 	case "build":
 		out := fs.String("out", "dist", "directory the binaries and SHA256SUMS are written to")
@@ -59,6 +61,7 @@ func run(ctx context.Context, args []string) error {
 		if err := checkReleaseVersion(*version); err != nil {
 			return err
 		}
+		warnUntagged(ctx, *root, *version)
 		ts := ReleaseTargets
 		if *targets != "" {
 			ts = nil
@@ -101,14 +104,11 @@ func imageCmd(ctx context.Context, root, version, arch, certsFile, out string) e
 	if arch != "amd64" && arch != "arm64" {
 		return fmt.Errorf("ARCH=%q: want amd64 or arm64", arch)
 	}
-	if version == "" {
-		version = gitOutput(ctx, root, "describe", "--tags", "--always", "--dirty")
-		if version == "" {
-			version = "dev"
-		}
-	}
-	if !imageVersion.MatchString(version) {
+	if version != "" && !imageVersion.MatchString(version) {
 		return fmt.Errorf("VERSION=%q: want letters, digits, '.', '_' or '-' (it is also the image's tag)", version)
+	}
+	if releaseVersion.MatchString(version) {
+		warnUntagged(ctx, root, version)
 	}
 	certs, err := os.ReadFile(certsFile)
 	if err != nil {
@@ -122,6 +122,16 @@ func imageCmd(ctx context.Context, root, version, arch, certsFile, out string) e
 	bin := filepath.Join(tmp, "ringcast")
 	if err := BuildBinary(ctx, root, version, Target{"linux", arch}, bin); err != nil {
 		return err
+	}
+	if version == "" {
+		// No VERSION: the binary is not stamped with one, and says what
+		// `go build` of this tree says; the image is labelled and tagged
+		// with that.
+		bi, err := buildinfo.ReadFile(bin)
+		if err != nil {
+			return err
+		}
+		version = stampedVersion(bi)
 	}
 	data, err := os.ReadFile(bin)
 	if err != nil {

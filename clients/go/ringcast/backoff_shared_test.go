@@ -2,9 +2,12 @@ package ringcast
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
 )
 
 // TestBackoffSettlesAsShared runs clients/conformance/backoff.json, the
@@ -40,6 +43,39 @@ func TestBackoffSettlesAsShared(t *testing.T) {
 		want := Backoff{Min: ms(c.Want.MinMs), Initial: ms(c.Want.InitialMs), Max: ms(c.Want.MaxMs), Reset: ms(c.Want.ResetMs)}
 		if got != want {
 			t.Errorf("%s: %+v settles to %+v, want %+v", c.Name, c.Given, got, want)
+		}
+	}
+}
+
+// TestRetryAfterReadsAsShared runs clients/conformance/retry-after.json,
+// the values the TypeScript and Python clients read the same way.
+func TestRetryAfterReadsAsShared(t *testing.T) {
+	raw, err := os.ReadFile("../../conformance/retry-after.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []struct {
+			Header string  `json:"header"`
+			Ms     float64 `json:"ms"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, c := range file.Cases {
+		refusal := connect.NewError(connect.CodeResourceExhausted, errors.New("slow down"))
+		refusal.Meta().Set("Retry-After", c.Header)
+		if got, want := retryAfter(refusal), time.Duration(c.Ms*float64(time.Millisecond)); got != want {
+			t.Errorf("Retry-After %q: wait %v, want %v", c.Header, got, want)
+		}
+		other := connect.NewError(connect.CodeUnavailable, errors.New("down"))
+		other.Meta().Set("Retry-After", c.Header)
+		if got := retryAfter(other); got != 0 {
+			t.Errorf("Retry-After %q on unavailable: wait %v, want none (only resource_exhausted asks for one)", c.Header, got)
 		}
 	}
 }

@@ -105,8 +105,46 @@ func TestParseCursorRejectsMalformed(t *testing.T) {
 	}
 }
 
+// TestCursorWithFingerprint: a cursor with a fingerprint is written rc2
+// with 8 hex digits of it, one without stays rc1, and rc2 is parsed as
+// strictly as rc1 (docs/protocol.md, "Positions").
+func TestCursorWithFingerprint(t *testing.T) {
+	c := ringcast.Cursor{Epoch: 0x9f86d081884c7d65, Seq: 1042, Fact: 3, Fingerprint: 0x5d41402a}
+	const s = "rc2.9f86d081884c7d65.1042.3.5d41402a"
+	if got := c.String(); got != s {
+		t.Fatalf("String = %q, want %q", got, s)
+	}
+	if got, err := ringcast.ParseCursor(s); err != nil || got != c {
+		t.Fatalf("ParseCursor(%q) = %+v, %v; want %+v", s, got, err, c)
+	}
+	if got := (ringcast.Cursor{Epoch: 1, Seq: 2, Fingerprint: 1}).String(); got != "rc2.0000000000000001.2.0.00000001" {
+		t.Fatalf("String = %q, want the fingerprint zero-padded", got)
+	}
+	if got := (ringcast.Cursor{Epoch: 1, Seq: 2}).String(); got != "rc1.0000000000000001.2.0" {
+		t.Fatalf("a cursor without a fingerprint is %q, want rc1", got)
+	}
+	for _, bad := range []string{
+		"rc2.9f86d081884c7d65.1042.3",            // no fingerprint
+		"rc2.9f86d081884c7d65.1042.3.00000000",   // fingerprint 0: written rc1
+		"rc2.9f86d081884c7d65.1042.3.5D41402A",   // upper case
+		"rc2.9f86d081884c7d65.1042.3.5d41402",    // 7 digits
+		"rc2.9f86d081884c7d65.1042.3.05d41402a",  // 9 digits
+		"rc2.9f86d081884c7d65.1042.3.5d41402g",   // not hex
+		"rc1.9f86d081884c7d65.1042.3.5d41402a",   // rc1 has none
+		"rc2.0000000000000000.0.0.5d41402a",      // fingerprint without seq
+		"rc2.9f86d081884c7d65.1042.3.5d41402a.1", // a field too many
+	} {
+		if c, err := ringcast.ParseCursor(bad); err == nil {
+			t.Errorf("ParseCursor(%q) = %+v, want an error", bad, c)
+		}
+	}
+	if _, err := (ringcast.Cursor{Fingerprint: 7}).MarshalText(); err == nil {
+		t.Error("MarshalText accepted a fingerprint without a seq")
+	}
+}
+
 func FuzzParseCursor(f *testing.F) {
-	for _, s := range []string{"", "rc1.0000000000000000.0.0", "rc1.9f86d081884c7d65.1042.3", "rc1.ffffffffffffffff.18446744073709551615.4294967295", "rc1.0000000000000001.01.0", "rc2.a.b.c"} {
+	for _, s := range []string{"", "rc1.0000000000000000.0.0", "rc2.9f86d081884c7d65.1042.3.5d41402a", "rc1.9f86d081884c7d65.1042.3", "rc1.ffffffffffffffff.18446744073709551615.4294967295", "rc1.0000000000000001.01.0", "rc2.a.b.c"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -5,7 +5,7 @@ package ringcast
 import (
 	"errors"
 	"slices"
-	"strconv"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -67,16 +67,34 @@ func KeyReused(err error) bool {
 // retryAfter is the wait the server asked for with a resource_exhausted
 // refusal (a per-client limit: its Retry-After header, in seconds), or 0.
 // A retry then waits at least that long, whatever the backoff says, so a
-// client over a limit backs off instead of hammering the server. The wait
-// is capped at 5 minutes (retryAfterCap).
+// client over a limit backs off instead of hammering the server.
 func retryAfter(err error) time.Duration {
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted {
 		return 0
 	}
-	secs, perr := strconv.Atoi(ce.Meta().Get("Retry-After"))
-	if perr != nil || secs <= 0 {
+	return parseRetryAfter(ce.Meta().Get("Retry-After"))
+}
+
+// parseRetryAfter reads a Retry-After value as every client does
+// (clients/conformance/retry-after.json): whole seconds in ASCII digits,
+// spaces or tabs around them allowed, capped at 5 minutes
+// (retryAfterCap); anything else is no wait.
+func parseRetryAfter(v string) time.Duration {
+	v = strings.Trim(v, " \t")
+	if v == "" {
 		return 0
 	}
-	return min(time.Duration(secs)*time.Second, retryAfterCap)
+	capSecs := int64(retryAfterCap / time.Second)
+	var secs int64
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0
+		}
+		if secs <= capSecs {
+			secs = secs*10 + int64(c-'0')
+		}
+	}
+	return min(time.Duration(min(secs, capSecs+1))*time.Second, retryAfterCap)
 }

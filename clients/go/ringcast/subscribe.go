@@ -431,9 +431,12 @@ func (s *Subscription) request() (req *ringcastv1.SubscribeEventsRequest, done b
 		SinceSeq:      cur.Seq,
 		InstanceEpoch: cur.Epoch,
 		SinceFact:     cur.Fact,
-		Topics:        s.cfg.topics,
-		Snapshot:      s.cfg.snapshot,
-		EndAtHead:     s.cfg.endAtHead,
+		// The cursor's fingerprint, so that a log that gave cur.Seq to
+		// another commit answers with a resync (REASON_COMMIT_MISMATCH).
+		SinceFingerprint: cur.Fingerprint,
+		Topics:           s.cfg.topics,
+		Snapshot:         s.cfg.snapshot,
+		EndAtHead:        s.cfg.endAtHead,
 	}
 	if s.cfg.inline {
 		req.OnUnservable = ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE
@@ -467,7 +470,11 @@ func (s *Subscription) beyondBound(epoch, seq uint64) bool {
 		return false
 	}
 	if cur := s.Cursor(); cur.Epoch == epoch && cur.Seq <= u {
-		s.setCursor(Cursor{Epoch: epoch, Seq: u})
+		next := Cursor{Epoch: epoch, Seq: u}
+		if cur.Seq == u {
+			next.Fingerprint = cur.Fingerprint // still commit u
+		}
+		s.setCursor(next)
 	}
 	return true
 }
@@ -540,7 +547,7 @@ var errResync = errors.New("resync")
 // Once ctx is done it hands nothing more over (and moves no cursor), even
 // when more of a commit is already buffered.
 func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEventsResponse, st *iterState, r *streamResult, yield func(Item, error) bool) (streamEnd, error) {
-	epoch, seq := msg.GetInstanceEpoch(), msg.GetSeq()
+	epoch, seq, fp := msg.GetInstanceEpoch(), msg.GetSeq(), msg.GetFingerprint()
 	switch ev := msg.GetEvent().(type) {
 	case *ringcastv1.SubscribeEventsResponse_Commit:
 		if s.beyondBound(epoch, seq) {
@@ -559,7 +566,7 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 		}
 		r.progress = true
 		if len(facts) == 0 {
-			s.setCursor(Cursor{Epoch: epoch, Seq: seq})
+			s.setCursor(Cursor{Epoch: epoch, Seq: seq, Fingerprint: fp})
 		}
 		at := msg.GetEventTime().AsTime()
 		for i, f := range facts {
@@ -567,7 +574,7 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 				return endReconnect, err
 			}
 			last := i == len(facts)-1
-			next := Cursor{Epoch: epoch, Seq: seq, Fact: f.GetIndex() + 1}
+			next := Cursor{Epoch: epoch, Seq: seq, Fact: f.GetIndex() + 1, Fingerprint: fp}
 			if last {
 				next.Fact = 0
 			}
@@ -602,7 +609,7 @@ func (s *Subscription) handle(ctx context.Context, msg *ringcastv1.SubscribeEven
 			return endReconnect, nil
 		}
 		r.progress = true
-		s.setCursor(Cursor{Epoch: epoch, Seq: seq})
+		s.setCursor(Cursor{Epoch: epoch, Seq: seq, Fingerprint: fp})
 		return s.afterPosition()
 	case *ringcastv1.SubscribeEventsResponse_CaughtUp:
 		if hb := ev.CaughtUp.GetHeartbeatInterval(); hb != nil {

@@ -86,6 +86,17 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  */
 export function retryAfterMs(error: unknown): number {
   if (!(error instanceof ConnectError) || error.code !== Code.ResourceExhausted) return 0;
-  const secs = Number.parseInt(error.metadata.get("retry-after") ?? "", 10);
-  return Number.isFinite(secs) && secs > 0 ? Math.min(secs * 1000, SHARED_DEFAULTS.retryAfterCapMs) : 0;
+  return parseRetryAfterMs(error.metadata.get("retry-after") ?? "");
+}
+
+/**
+ * parseRetryAfterMs reads a Retry-After value as every client does
+ * (clients/conformance/retry-after.json): whole seconds in ASCII digits,
+ * spaces or tabs around them allowed, capped at retryAfterCapMs; anything
+ * else ("5s", "-1", "1.5", an HTTP-date) is no wait.
+ */
+export function parseRetryAfterMs(value: string): number {
+  const m = /^[ \t]*([0-9]+)[ \t]*$/.exec(value);
+  if (!m) return 0;
+  return Math.min(Number(m[1]) * 1000, SHARED_DEFAULTS.retryAfterCapMs);
 }

@@ -29,9 +29,11 @@ export { reasonName } from "./names.js";
 export type { OnUnservableName, SnapshotName } from "./names.js";
 export {
   CURSOR_FORMAT_VERSION,
+  CURSOR_FORMAT_VERSION_FINGERPRINT,
   CursorError,
   ZERO_CURSOR,
   checkCursor,
+  cursorAt,
   formatCursor,
   formatEpoch,
   parseCursor,

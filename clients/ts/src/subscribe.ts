@@ -15,7 +15,7 @@ import {
 } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 import { SHARED_DEFAULTS } from "./defaults_gen.js";
 import { backoffDelay, resolveBackoff, retryAfterMs, sleep, type BackoffOptions } from "./backoff.js";
-import { checkCursor, formatCursor, formatEpoch, parseCursor, ZERO_CURSOR, type Cursor } from "./cursor.js";
+import { checkCursor, cursorAt, formatCursor, formatEpoch, parseCursor, ZERO_CURSOR, type Cursor } from "./cursor.js";
 import type { FactItem, ResyncedSignal, StreamItem } from "./items.js";
 import { onUnservableValue, reasonName, snapshotValue, type OnUnservableName, type SnapshotName } from "./names.js";
 
@@ -427,7 +427,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
           return;
         }
         if (res.seq > this.#cursor.seq || res.instanceEpoch !== this.#cursor.epoch) {
-          this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq: res.seq, fact: 0 });
+          this.#cursor = cursorAt(res.instanceEpoch, res.seq, 0, res.fingerprint);
           st.progress = true;
         }
         if (ev.case === "serverStatus") {
@@ -495,7 +495,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
     st.progress = true;
     if (facts.length === 0) {
       // Nothing (more) of this commit for this stream: it is consumed.
-      this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq, fact: 0 });
+      this.#cursor = cursorAt(res.instanceEpoch, seq, 0, res.fingerprint);
       return;
     }
     const eventTime = res.eventTime ? timestampDate(res.eventTime) : undefined;
@@ -522,7 +522,7 @@ export class Subscription implements AsyncIterable<StreamItem> {
         ...(c.traceparent ? { traceparent: c.traceparent } : {}),
       };
       // Consumed as it is handed over: the cursor moves first.
-      this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq, fact: last ? 0 : f.index + 1 });
+      this.#cursor = cursorAt(res.instanceEpoch, seq, last ? 0 : f.index + 1, res.fingerprint);
       yield Object.freeze(item);
     }
   }
@@ -557,6 +557,9 @@ export class Subscription implements AsyncIterable<StreamItem> {
       sinceSeq: c.seq,
       instanceEpoch: c.epoch,
       sinceFact: c.fact,
+      // So that a log that gave c.seq to another commit answers with a
+      // resync (reason commit_mismatch).
+      sinceFingerprint: c.fingerprint ?? 0,
       topics: [...(o.topics ?? [])],
       snapshot: snapshotValue(o.snapshot),
       onUnservable: onUnservableValue(o.onUnservable),
@@ -583,7 +586,8 @@ export class Subscription implements AsyncIterable<StreamItem> {
       return false;
     }
     if (this.#cursor.epoch === res.instanceEpoch && this.#cursor.seq <= u) {
-      this.#cursor = Object.freeze({ epoch: res.instanceEpoch, seq: u, fact: 0 });
+      // Still commit u's fingerprint when the cursor was inside it.
+      this.#cursor = cursorAt(res.instanceEpoch, u, 0, this.#cursor.seq === u ? (this.#cursor.fingerprint ?? 0) : 0);
     }
     return true;
   }

@@ -20,6 +20,7 @@ import {
   type SubscribeEventsResponse,
 } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
 import { resolveBackoff, subscribe, type BackoffOptions, type StreamItem, type SubscribeOptions } from "../src/index.js";
+import { parseRetryAfterMs, retryAfterMs } from "../src/backoff.js";
 import { repoRoot, withTimeout } from "./harness.js";
 
 interface Vector {
@@ -198,5 +199,20 @@ describe("backoff bounds (clients/conformance/backoff.json)", () => {
   it("has cases", () => assert.ok(file.cases.length > 0));
   for (const c of file.cases) {
     it(c.name, () => assert.deepEqual(resolveBackoff(c.given), c.want));
+  }
+});
+
+describe("Retry-After (clients/conformance/retry-after.json)", () => {
+  const file = JSON.parse(readFileSync(join(repoRoot, "clients/conformance/retry-after.json"), "utf8")) as {
+    cases: { header: string; ms: number }[];
+  };
+  it("has cases", () => assert.ok(file.cases.length > 0));
+  for (const c of file.cases) {
+    it(JSON.stringify(c.header), () => {
+      const refusal = new ConnectError("slow down", Code.ResourceExhausted, { "retry-after": c.header });
+      assert.equal(retryAfterMs(refusal), c.ms);
+      assert.equal(parseRetryAfterMs(c.header), c.ms);
+      assert.equal(retryAfterMs(new ConnectError("down", Code.Unavailable, { "retry-after": c.header })), 0, "only resource_exhausted asks for a wait");
+    });
   }
 });

@@ -31,6 +31,25 @@ describe("cursor", () => {
     assert.equal(formatCursor({ epoch: 0x9f86d081884c7d65n, seq: 1042n, fact: 3 }), "rc1.9f86d081884c7d65.1042.3");
   });
 
+  it("writes a cursor with a fingerprint as rc2, one without as rc1", () => {
+    const c = { epoch: 0x9f86d081884c7d65n, seq: 1042n, fact: 3, fingerprint: 0x5d41402a };
+    assert.equal(formatCursor(c), "rc2.9f86d081884c7d65.1042.3.5d41402a");
+    assert.deepEqual(parseCursor("rc2.9f86d081884c7d65.1042.3.5d41402a"), c);
+    assert.equal(formatCursor({ epoch: 1n, seq: 2n, fact: 0, fingerprint: 1 }), "rc2.0000000000000001.2.0.00000001");
+    assert.equal(formatCursor({ epoch: 1n, seq: 2n, fact: 0, fingerprint: 0 }), "rc1.0000000000000001.2.0");
+    for (const s of [
+      "rc2.9f86d081884c7d65.1042.3",
+      "rc2.9f86d081884c7d65.1042.3.00000000",
+      "rc2.9f86d081884c7d65.1042.3.5D41402A",
+      "rc2.9f86d081884c7d65.1042.3.5d41402",
+      "rc2.9f86d081884c7d65.1042.3.05d41402a",
+      "rc1.9f86d081884c7d65.1042.3.5d41402a",
+      "rc2.0000000000000000.0.0.5d41402a",
+    ]) {
+      assert.throws(() => parseCursor(s), CursorError, s);
+    }
+  });
+
   it("parses strictly", () => {
     const E = "9f86d081884c7d65";
     for (const bad of [

@@ -232,6 +232,8 @@ export class Run {
   readonly #sse: EventSource[] = [];
   #last: Position | undefined;
   #published = 0;
+  /** Every receipt, by epoch then seq: its fact count. */
+  readonly #receipts = new Map<bigint, Map<bigint, number>>();
   #publishing: Promise<void> | undefined;
   #stopPublishing = false;
   #paused: Promise<void> | undefined; // a restart in progress: no publish starts
@@ -298,7 +300,7 @@ export class Run {
         this.#inFlight = p.catch(() => {});
         try {
           const res = await p;
-          this.hist.published(res.instanceEpoch, res.seq, facts.length);
+          this.#receipt(res.instanceEpoch, res.seq, facts.length);
           this.#published++;
           this.#last = { epoch: res.instanceEpoch, seq: res.seq };
         } catch (e) {
@@ -428,8 +430,30 @@ export class Run {
     if (this.errors.length > 0) throw await this.#failure(this.errors.join("\n"));
   }
 
-  /** restartServer stops the server (kill -9, or SIGTERM and a drain that must exit 0) and starts a new instance on the same port, with no publish in flight. */
-  async restartServer(how: "kill" | "drain"): Promise<void> {
+  #receipt(epoch: bigint, seq: bigint, facts: number): void {
+    this.hist.published(epoch, seq, facts);
+    let m = this.#receipts.get(epoch);
+    if (!m) this.#receipts.set(epoch, (m = new Map()));
+    m.set(seq, facts);
+  }
+
+  /**
+   * carryOver records every commit published under epoch from as served
+   * under epoch to too, at the same seq: a store rebuilt whole under a new
+   * epoch serves them there.
+   */
+  carryOver(from: bigint, to: bigint): number {
+    const old = this.#receipts.get(from) ?? new Map<bigint, number>();
+    for (const [seq, facts] of old) this.#receipt(to, seq, facts);
+    return old.size;
+  }
+
+  /**
+   * restartServer stops the server (kill -9, or SIGTERM and a drain that
+   * must exit 0), runs between (with the server stopped; none: nothing),
+   * and starts a new instance on the same port, with no publish in flight.
+   */
+  async restartServer(how: "kill" | "drain", between?: () => void): Promise<void> {
     let resume!: () => void;
     this.#paused = new Promise((r) => (resume = r));
     try {
@@ -440,6 +464,7 @@ export class Run {
         const code = await this.srv.drain();
         if (code !== 0) this.errors.push(`ringcast serve after SIGTERM: exit code ${code}`);
       }
+      between?.();
       this.srv = await startServer(this.flags, this.srv.port); // waits while the port is still in use
     } finally {
       this.#paused = undefined;

@@ -10,6 +10,9 @@
 // Run: node --import tsx --test test/faults.test.ts (in clients/ts).
 // A failure prints its seed; RINGCAST_FAULT_SEED=<seed> replays the schedule.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 
 import { Run } from "./faultkit.js";
@@ -105,4 +108,30 @@ describe("faults: GET /events through the fault proxy, read by eventsource", () 
       t.diagnostic(`seed ${r.seed}: ${JSON.stringify(stats)}; ${summary}`);
     });
   }
+});
+
+describe("faults: the embedded store's bookkeeping lost, the commits whole", () => {
+  it("every consumer (TS client on every transport, EventSource) resyncs to the new epoch the store is rebuilt under, and is given every commit once", scenario, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), "ringcast-bookkeeping-"));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const r = await Run.start(t, ["--store", "embedded", "--data-dir", dir]);
+    r.consume(perTransport);
+    r.consumeSSE(2);
+    r.publish(5);
+    await r.everyConsumer("given facts before the fault", (c) => c.facts >= 30);
+    const old = r.srv.epoch;
+    // The ringcast_meta bucket's directory removed, the server stopped:
+    // the store is rebuilt from the whole stream under a new epoch.
+    await r.restartServer("drain", () => rmSync(join(dir, "jetstream", "$G", "streams", "KV_ringcast_meta"), { recursive: true }));
+    assert.notEqual(r.srv.epoch, old, "served under the old epoch without its bookkeeping");
+    assert.ok(r.carryOver(old, r.srv.epoch) >= 1, "no commit before the fault");
+    const before = new Map(r.consumers.map((c) => [c, c.facts]));
+    await r.everyConsumer("given facts of the new epoch", (c) => c.at?.epoch === r.srv.epoch && c.facts >= before.get(c)! + 30);
+    const { summary } = await r.finish();
+    for (const c of r.consumers) {
+      assert.ok(c.resyncs >= 1, `${c.name}: no resync across the rebuild`);
+      assert.equal(c.at?.epoch, r.srv.epoch, `${c.name}: not in the new epoch`);
+    }
+    t.diagnostic(`seed ${r.seed}: ${summary}`);
+  });
 });

@@ -94,11 +94,17 @@ class Recorder {
 }
 
 const positionedTypes = new Set(["commit", "status", "progress"]);
-const idPattern = /^[0-9a-f]{16}-[1-9][0-9]*$/;
+// An id: the epoch, the seq and the fingerprint of the commit at the seq.
+const idPattern = /^[0-9a-f]{16}-[1-9][0-9]*-[0-9a-f]{8}$/;
 
 function seqOf(id: string): bigint {
   assert.match(id, idPattern);
-  return BigInt(id.slice(17));
+  return BigInt(id.slice(17, id.lastIndexOf("-")));
+}
+
+/** positionOf is an id less its fingerprint: `<epoch>-<seq>`. */
+function positionOf(id: string): string {
+  return id.slice(0, id.lastIndexOf("-"));
 }
 
 test("snapshot, caught-up, live; lease ends resume by Last-Event-ID without gap or duplicate", async () => {
@@ -166,17 +172,16 @@ test("a restart (new epoch) gives a named gap, the snapshot, caught-up, then liv
     const gap = msg.event.value;
     assert.equal(gap.reason, Reason.EPOCH_MISMATCH);
     assert.equal(gap.requestedSeq, seqOf(staleId));
-    // An id is the epoch's 16 hex digits, "-", the seq: the JSON's decimal
-    // instanceEpoch names the same epoch.
+    // An id is the epoch's 16 hex digits, "-", the seq, "-", the
+    // fingerprint: the JSON's decimal instanceEpoch names the same epoch.
     const oldestId = `${formatEpoch(msg.instanceEpoch)}-${gap.oldestSeq}`;
-    assert.match(oldestId, idPattern);
     assert.notEqual(oldestId.slice(0, 16), staleId.slice(0, 16), "the oldest id names the new epoch");
 
     await rec.until("caught-up after the gap", () => rec.seen.slice(gapAt).some((s) => s.type === "caught-up"));
     const afterGap = rec.seen.slice(gapAt + 1);
     const snapshotFirst = afterGap[0];
     assert.ok(snapshotFirst);
-    assert.equal(snapshotFirst.id, oldestId, "the snapshot starts at the oldest id the gap names");
+    assert.equal(positionOf(snapshotFirst.id), oldestId, "the snapshot starts at the oldest id the gap names");
     assert.equal(snapshotFirst.type, "status");
 
     const live = await publish(b.url, "restart/t", 2);
@@ -212,8 +217,8 @@ test("a Last-Event-ID that does not parse gives a malformed_cursor gap, the snap
       const raw = JSON.parse(ev.data) as Record<string, unknown>;
       const msg = sseMessage(ev.data, ev.id);
       if (positionedTypes.has(ev.type)) {
-        assert.ok(!("seq" in raw) && !("instanceEpoch" in raw), `${ev.type} ${ev.id} repeats its position: ${ev.data}`);
-        assert.equal(`${formatEpoch(msg.instanceEpoch)}-${msg.seq}`, ev.id);
+        assert.ok(!("seq" in raw) && !("instanceEpoch" in raw) && !("fingerprint" in raw), `${ev.type} ${ev.id} repeats its position: ${ev.data}`);
+        assert.equal(`${formatEpoch(msg.instanceEpoch)}-${msg.seq}-${msg.fingerprint.toString(16).padStart(8, "0")}`, ev.id);
       } else {
         assert.equal(typeof raw["instanceEpoch"], "string", `${ev.type} without instanceEpoch: ${ev.data}`);
         assert.equal(msg.seq, 0n);

@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 
-import { Reason, formatEpoch, publish as publishCommit, subscribe, type ConnectionEvent, type StreamItem } from "../src/index.js";
+import { Reason, formatEpoch, publish as publishCommit, subscribe, type ConnectionEvent, type Cursor, type StreamItem } from "../src/index.js";
 import { protocols, publish, startServer, transportFor, withTimeout, readUntilEnd, type Server } from "./harness.js";
 
 const fastBackoff = { minMs: 20, initialMs: 50, maxMs: 300 };
@@ -50,14 +50,16 @@ for (const protocol of protocols) {
         for await (const item of first) {
           got.push(label(item));
           if (item.kind === "fact" && item.seq === a && item.index === 1) {
-            assert.deepEqual(first.cursor, { epoch: srv.epoch, seq: a, fact: 2 }, "cursor covers the fact being handed over");
+            assert.deepEqual(position(first.cursor), { epoch: srv.epoch, seq: a, fact: 2 }, "cursor covers the fact being handed over");
             break;
           }
         }
         assert.deepEqual(got, [`${a}/0`, `${a}/1`]);
-        assert.deepEqual(first.cursor, { epoch: srv.epoch, seq: a, fact: 2 }, "break keeps the cursor at the next fact");
+        assert.deepEqual(position(first.cursor), { epoch: srv.epoch, seq: a, fact: 2 }, "break keeps the cursor at the next fact");
         const saved = first.cursorString();
-        assert.equal(saved, `rc1.${formatEpoch(srv.epoch)}.${a}.2`);
+        const fp = first.cursor.fingerprint ?? 0;
+        assert.ok(fp > 0, "the cursor holds the commit's fingerprint");
+        assert.equal(saved, `rc2.${formatEpoch(srv.epoch)}.${a}.2.${fp.toString(16).padStart(8, "0")}`);
 
         const second = subscribe(transport, { cursor: saved, topics: [topic], backoff: fastBackoff });
         const it2 = second[Symbol.asyncIterator]();
@@ -66,13 +68,13 @@ for (const protocol of protocols) {
           rest.push(label(await next(it2)));
         }
         assert.deepEqual(rest, [`${a}/2$`, `${b}/0`, `${b}/1$`, "caught_up"]);
-        assert.deepEqual(second.cursor, { epoch: srv.epoch, seq: b, fact: 0 });
+        assert.deepEqual(position(second.cursor), { epoch: srv.epoch, seq: b, fact: 0 });
 
         const c = await publish(srv.url, [{ topic, type: "x.c", data: { live: true } }]);
         const live = await next(it2, "live fact");
         assert.equal(label(live), `${c}/0$`);
         assert.ok(live.kind === "fact" && live.data?.["live"] === true && live.type === "x.c");
-        assert.deepEqual(second.cursor, { epoch: srv.epoch, seq: c, fact: 0 });
+        assert.deepEqual(position(second.cursor), { epoch: srv.epoch, seq: c, fact: 0 });
         await it2.return?.();
       } finally {
         close();
@@ -349,4 +351,9 @@ async function emptyPublishBucket(url: string): Promise<void> {
     }
   }
   assert.fail("10 publishes in a row were not refused by a publish rate of 1/s, burst 1");
+}
+
+/** position is a cursor less its fingerprint. */
+function position(c: Cursor): Cursor {
+  return { epoch: c.epoch, seq: c.seq, fact: c.fact };
 }

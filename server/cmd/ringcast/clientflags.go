@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 )
@@ -133,9 +131,4 @@ func (c *clientFlags) reach(ctx context.Context, rc *ringcast.Client, stderr io.
 	}
 	_, err := firstRequest(ctx, c, stderr, cmd, func(ctx context.Context) (any, error) { return rc.Status(ctx) })
 	return err
-}
-
-// marshalJSON renders a message as Connect JSON on one line.
-func marshalJSON(m proto.Message) ([]byte, error) {
-	return protojson.MarshalOptions{}.Marshal(m)
 }

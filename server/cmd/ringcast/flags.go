@@ -20,21 +20,22 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: ringcast %s\n\nEvery flag may also be set as the environment variable shown with it\n(RINGCAST_<NAME>); a flag on the command line wins.\n", synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: ringcast %s\n\nFlags may come before or after the arguments; \"--\" ends the flags (an\nargument after it that starts with \"-\" is an argument). Every flag may\nalso be set as the environment variable shown with it (RINGCAST_<NAME>);\na flag on the command line wins.\n", synopsis)
 		printFlags(fs.Output(), fs)
 	}
 	return fs
 }
 
-// parseFlags parses args, then fills every flag not given on the command
-// line from its RINGCAST_<NAME> environment variable.
+// parseFlags parses args, flags before or after the positional arguments
+// (interspersed), then fills every flag not given on the command line from
+// its RINGCAST_<NAME> environment variable.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	// The flag package reports a bad value as a "parse error": it is
 	// reported here instead, with what the flag takes.
 	out := fs.Output()
 	var buf bytes.Buffer
 	fs.SetOutput(&buf)
-	err := fs.Parse(args)
+	err := fs.Parse(interspersed(fs, args))
 	fs.SetOutput(out)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -60,6 +61,58 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// noArguments refuses positional arguments, for a command that takes none.
+func noArguments(fs *flag.FlagSet) error {
+	if fs.NArg() == 0 {
+		return nil
+	}
+	fmt.Fprintf(fs.Output(), "ringcast %s: unexpected arguments %q\n", fs.Name(), fs.Args())
+	return errUsage
+}
+
+// interspersed moves the flags of args before its positional arguments,
+// so that `ringcast publish '{…}' --server URL` means what it says: the flag
+// package alone stops at the first positional argument and would take
+// "--server" for a fact. A flag's value is the next argument unless the
+// flag is boolean or has "=value"; "--" ends the flags (what follows is
+// positional, "-…" included), and a lone "-" is positional. An unknown
+// flag stays a flag, for Parse to refuse.
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	flags := make([]string, 0, len(args)+1)
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimPrefix(a[1:], "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 == len(args) {
+			// A flag that takes a value, last, without one: no "--" for it
+			// to take as its value, so the flag package says it needs one.
+			return flags
+		}
+		i++
+		flags = append(flags, args[i])
+	}
+	return append(append(flags, "--"), pos...)
 }
 
 var badValue = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^:]+): `)

@@ -50,7 +50,8 @@ Usage:
   ringcast token   [flags]          mint an HS256 token from an HMAC secret (development, tests)
   ringcast version                  print the version
 
-Run "ringcast COMMAND -h" for a command's flags. Every flag may also be set
+Run "ringcast COMMAND -h" for a command's flags. Flags may come before or
+after a command's arguments ("--" ends them). Every flag may also be set
 as RINGCAST_<NAME>, e.g. RINGCAST_ADDR=127.0.0.1:9090 (a non-loopback
 address also needs --auth jwt, or --allow-unauthenticated).
 `

@@ -14,12 +14,16 @@ const outcomeSynopsis = `outcome [flags] KEY
 
 Reads, without writing, what became of the publish sent with idempotency key
 KEY (GetPublishOutcome) and prints the response as JSON on one line:
-  {"applied":true,"receipt":{"seq":"12","instanceEpoch":"…","eventTime":"…"},"rememberedSince":"…"}
-  {"rememberedSince":"…"}
+  {"applied":true,"receipt":{"seq":12,"instanceEpoch":"…","epoch":"…","eventTime":"…","duplicate":false},"rememberedSince":"…"}
+  {"applied":false,"rememberedSince":"…"}
 applied (with the original receipt) when a commit with the key was
 appended; otherwise no commit with the key was appended at or after
 rememberedSince (keys are remembered for the server's dedupe window). Exits
-0 with either answer, and non-zero when the call fails.`
+0 with either answer, and non-zero when the call fails. The response is the
+server's Connect JSON with every field present ("applied":false is
+written, where Connect JSON leaves it out), seq as a JSON number and the
+epoch both ways, as ringcast publish prints a receipt. A KEY that starts
+with "-" follows "--": ringcast outcome -- -k1.`
 
 func outcomeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cf clientFlags

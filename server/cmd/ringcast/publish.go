@@ -20,7 +20,13 @@ const publishSynopsis = `publish [flags] [FACT…]
 Publishes one commit. Each FACT is a JSON object in Connect JSON form, e.g.
   '{"topic":"gauges/ribble/g-014","type":"gauge.level","key":"g-014","data":{"level_m":1.2}}'
 With no FACT arguments, facts are read from stdin: JSON objects one after
-another, or one JSON array of them. Prints the receipt as JSON.
+another, or one JSON array of them. Prints the receipt as JSON on one line:
+  {"seq":12,"instanceEpoch":"7417829060837277239","epoch":"66f16c3abfc67e37","eventTime":"…","duplicate":false}
+seq is a JSON number, as ringcast tail prints it; the epoch is given both
+ways: instanceEpoch as Connect JSON writes it (a decimal string), epoch as
+logs, metrics and SSE ids do (16 hex digits). Every field is present, false
+ones included. Flags may also follow the facts:
+  ringcast publish '{…}' --server http://127.0.0.1:8080
 
 With --lines, every line of stdin is a commit of its own: a fact object, a
 JSON array of facts, or a whole request ({"facts":[…],"idempotencyKey":"…"}).

@@ -27,7 +27,7 @@ func TestPublishLinesOnTheEmbeddedStore(t *testing.T) {
 		`{"topic":"a/b","type":"t","key":"6"}`,
 	}, "\n")
 	type receipt struct {
-		Seq       string
+		Seq       uint64
 		Duplicate bool
 	}
 	publishLines := func() []receipt {
@@ -50,7 +50,7 @@ func TestPublishLinesOnTheEmbeddedStore(t *testing.T) {
 		return rs
 	}
 	rs := publishLines()
-	want := []receipt{{"1", false}, {"2", false}, {"3", false}, {"3", true}, {"4", false}}
+	want := []receipt{{1, false}, {2, false}, {3, false}, {3, true}, {4, false}}
 	for i := range want {
 		if rs[i] != want[i] {
 			t.Fatalf("receipts %v, want %v", rs, want)
@@ -60,7 +60,7 @@ func TestPublishLinesOnTheEmbeddedStore(t *testing.T) {
 		t.Fatalf("commits %s", got)
 	}
 	rs = publishLines()
-	want = []receipt{{"5", false}, {"6", false}, {"3", true}, {"3", true}, {"7", false}}
+	want = []receipt{{5, false}, {6, false}, {3, true}, {3, true}, {7, false}}
 	for i := range want {
 		if rs[i] != want[i] {
 			t.Fatalf("again: receipts %v, want %v", rs, want)

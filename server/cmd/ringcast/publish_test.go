@@ -61,11 +61,11 @@ func TestPublishLinesPublishesOneCommitPerLineInBatches(t *testing.T) {
 			if code := run([]string{"publish", "--server", srv.URL, "--lines", "--batch", batch}, strings.NewReader(stdin), &out, &errOut); code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut.String())
 			}
-			var seqs []string
+			var seqs []uint64
 			var dups []bool
 			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 				var r struct {
-					Seq       string
+					Seq       uint64
 					Duplicate bool
 				}
 				if err := json.Unmarshal([]byte(l), &r); err != nil {

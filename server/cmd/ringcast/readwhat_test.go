@@ -11,6 +11,7 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -39,8 +40,9 @@ func TestOutcomePrintsTheResponse(t *testing.T) {
 			var m struct {
 				Applied bool `json:"applied"`
 				Receipt struct {
-					Seq           string `json:"seq"`
+					Seq           uint64 `json:"seq"`
 					InstanceEpoch string `json:"instanceEpoch"`
+					Epoch         string `json:"epoch"`
 					EventTime     string `json:"eventTime"`
 					Duplicate     bool   `json:"duplicate"`
 				} `json:"receipt"`
@@ -50,7 +52,7 @@ func TestOutcomePrintsTheResponse(t *testing.T) {
 				t.Fatalf("output %q: %v", out, err)
 			}
 			et, _ := time.Parse(time.RFC3339Nano, m.Receipt.EventTime)
-			if !m.Applied || m.Receipt.Seq != strconv.FormatUint(r.Seq, 10) || m.Receipt.InstanceEpoch != strconv.FormatUint(r.Epoch, 10) || !et.Equal(r.Time) || m.Receipt.Duplicate || m.RememberedSince == "" {
+			if !m.Applied || m.Receipt.Seq != r.Seq || m.Receipt.InstanceEpoch != strconv.FormatUint(r.Epoch, 10) || m.Receipt.Epoch != epoch.Format(r.Epoch) || !et.Equal(r.Time) || m.Receipt.Duplicate || m.RememberedSince == "" {
 				t.Fatalf("output %s, want applied with receipt seq %d epoch %d time %v", out, r.Seq, r.Epoch, r.Time)
 			}
 
@@ -62,8 +64,8 @@ func TestOutcomePrintsTheResponse(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &u); err != nil {
 				t.Fatalf("output %q: %v", out, err)
 			}
-			if u["applied"] == true || u["receipt"] != nil || u["rememberedSince"] == nil {
-				t.Fatalf("unknown key: %s, want not applied with rememberedSince", out)
+			if u["applied"] != false || u["receipt"] != nil || u["rememberedSince"] == nil {
+				t.Fatalf("unknown key: %s, want \"applied\":false with rememberedSince", out)
 			}
 		})
 	}

@@ -92,7 +92,7 @@ func newServeFlags(cfg *app.Config, stderr io.Writer) (*flag.FlagSet, *serveOpts
 	fs.Int64Var(&cfg.Store.NATSMaxBytes, "nats-max-bytes", settings.NATSMaxBytes.Default, "size limit of a stream ringcast creates, in bytes; the oldest commits go first (negative: none, the disk use unbounded, logged at WARN)")
 	fs.DurationVar(&cfg.Store.NATSMaxAge, "nats-max-age", settings.NATSMaxAge.Default, "age limit of a stream ringcast creates: older commits are discarded (negative, e.g. -1s: none, logged at WARN)")
 	fs.Int64Var(&cfg.Store.NATSMaxMsgs, "nats-max-msgs", settings.NATSMaxMsgs.Default, "commit count limit of a stream ringcast creates (0: none)")
-	fs.BoolVar(&cfg.Store.Recover, "store-recover", false, "serve a damaged stream (acknowledged commits lost, holes, oldest commits gone without its limits discarding them, commits whose bytes changed) under a NEW epoch, every consumer resyncing, instead of refusing to start (--store embedded or jetstream)")
+	fs.BoolVar(&cfg.Store.Recover, "store-recover", false, "serve the stream under a NEW epoch, every consumer resyncing: after restoring a backup (a JetStream snapshot or a copy of --data-dir), or to serve a damaged stream (acknowledged commits lost, holes, oldest commits gone without its limits discarding them, commits whose bytes changed) instead of refusing to start; every start with it begins another epoch, so pass it for one start only (--store embedded or jetstream)")
 	fs.IntVar(&cfg.Rebuild, "state-rebuild", cfg.Rebuild, "with a durable store, the newest commits read at start to rebuild the ring and the LATEST_PER_KEY table")
 	fs.Var(&o.allowedHosts, "allowed-host", "a Host name to answer besides loopback names (repeatable), on --addr with --auth none on loopback and always on --metrics-addr and --pprof-addr (which also answer to IP addresses); others get 403")
 	fs.Var(&o.corsOrigins, "cors-origin", "origin allowed to call from a browser page on another origin, e.g. https://console.example.org (repeatable; * for any, never with credentials); none by default")
@@ -112,6 +112,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.Version = versionString()
 	fs, o := newServeFlags(&cfg, stderr)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArguments(fs); err != nil {
 		return err
 	}
 	if err := checkBounds(fs, serveBounds); err != nil {

@@ -57,15 +57,18 @@ func TestServeLogsBindReadsEnvAndDrainsOnSIGTERM(t *testing.T) {
 	if code := run([]string{"publish", "--server", url, `{"topic":"gauges/ribble/g-014","type":"gauge.note","data":{"text":"hi"}}`}, strings.NewReader(""), &out, &errOut); code != 0 {
 		t.Fatalf("publish: exit %d: %s", code, errOut.String())
 	}
-	var receipt struct{ Seq, InstanceEpoch string }
-	if err := json.Unmarshal(out.Bytes(), &receipt); err != nil || receipt.Seq != "2" {
+	var receipt struct {
+		Seq           uint64
+		InstanceEpoch string
+	}
+	if err := json.Unmarshal(out.Bytes(), &receipt); err != nil || receipt.Seq != 2 {
 		t.Fatalf("publish receipt %q (%v), want seq 2", out.String(), err)
 	}
 	out.Reset()
 	if code := run([]string{"status", "--server", url}, strings.NewReader(""), &out, &errOut); code != 0 {
 		t.Fatalf("status: exit %d: %s", code, errOut.String())
 	}
-	if s := out.String(); !strings.Contains(s, `"window":77`) || !strings.Contains(s, `"headSeq":"2"`) {
+	if s := out.String(); !strings.Contains(s, `"window":77`) || !strings.Contains(s, `"headSeq":2`) {
 		t.Fatalf("status %s: want window 77 from RINGCAST_WINDOW and head 2", s)
 	}
 

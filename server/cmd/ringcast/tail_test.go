@@ -121,8 +121,11 @@ func TestTailCursorFileRunsJoinExactlyOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cur.Epoch != srv.Hub().Epoch() || cur.Seq != 6 || cur.Fact != 0 {
-				t.Errorf("final cursor %v, want seq 6 fact 0 of epoch %x", cur, srv.Hub().Epoch())
+			if cur.Epoch != srv.Hub().Epoch() || cur.Seq != 6 || cur.Fact != 0 || cur.Fingerprint == 0 {
+				t.Errorf("final cursor %v, want seq 6 fact 0 of epoch %x, with the commit's fingerprint", cur, srv.Hub().Epoch())
+			}
+			if text, _ := os.ReadFile(cf); !strings.HasPrefix(string(text), "rc2.") {
+				t.Errorf("cursor file %q, want the rc2 form (with the fingerprint)", text)
 			}
 			last := all[len(all)-1]
 			if last["signal"] != "caught_up" || last["head_seq"] != float64(6) {
@@ -166,6 +169,33 @@ func TestTailPrintsResyncBeforeSnapshot(t *testing.T) {
 	}
 	if got := factKeys(lines); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("facts %v, want %v", got, want)
+	}
+}
+
+// TestTailCursorFileFromAnotherLogResyncs: a cursor file whose epoch and
+// seq are the server's but whose fingerprint names another commit (a file
+// kept across a restore of the store) is answered with a resync line,
+// reason commit_mismatch, and the snapshot; the file then holds the
+// server's own cursor.
+func TestTailCursorFileFromAnotherLogResyncs(t *testing.T) {
+	srv := ringtest.Start(t, ringtest.Config())
+	want := publishCommits(t, srv.Hub(), 2)
+	cf := filepath.Join(t.TempDir(), "tail.cursor")
+	if err := ringcast.SaveCursor(cf, ringcast.Cursor{Epoch: srv.Hub().Epoch(), Seq: 2, Fingerprint: 0xdeadbeef}); err != nil {
+		t.Fatal(err)
+	}
+	lines := runTail(t, "--server", srv.URL, "--cursor-file", cf, "--end-at-head")
+	if len(lines) != 4 {
+		t.Fatalf("got %d lines, want resynced, 2 facts, caught_up: %v", len(lines), lines)
+	}
+	if r := lines[0]; r["signal"] != "resynced" || r["reason"] != "commit_mismatch" || r["requested_seq"] != float64(2) {
+		t.Errorf("first line %v, want resynced commit_mismatch requested 2", r)
+	}
+	if got := factKeys(lines); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("facts %v, want %v", got, want)
+	}
+	if cur, err := ringcast.LoadCursor(cf); err != nil || cur.Seq != 2 || cur.Fingerprint == 0 || cur.Fingerprint == 0xdeadbeef {
+		t.Errorf("cursor file after the resync: %v, %v; want seq 2 with the server's fingerprint", cur, err)
 	}
 }
 

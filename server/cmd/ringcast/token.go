@@ -34,6 +34,9 @@ func tokenCmd(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := noArguments(fs); err != nil {
+		return err
+	}
 	if *keyFile == "" || t.Subject == "" {
 		return fmt.Errorf("token needs --key-file and --sub")
 	}

@@ -250,13 +250,9 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	warnWindow(cfg)
-	var tlsConfig *tls.Config
-	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("load TLS certificate: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tlsConfig, err := loadCert(cfg)
+	if err != nil {
+		return nil, err
 	}
 	m := metrics.New(rpc.Face, sse.Face) // one registry per server: nothing is registered globally
 	mw, err := authMiddleware(cfg, m)
@@ -270,6 +266,9 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("store %s: %w", cfg.Store.Kind, err)
 	}
 	hubCfg.Log = log
+	if storeOpened != nil {
+		storeOpened()
+	}
 	var storeCheck func(context.Context) error
 	if a, ok := log.(availabler); ok {
 		storeCheck = a.Available
@@ -564,11 +563,48 @@ func (f *freshConns) closeAll() {
 	}
 }
 
-// Run builds the server, listens on cfg.Addr, logs one line with the
+// loadCert is the TLS configuration of cfg's certificate; nil for
+// plaintext.
+func loadCert(cfg Config) (*tls.Config, error) {
+	if cfg.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("load TLS certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+func tlsListener(ln net.Listener, c *tls.Config) net.Listener { return tls.NewListener(ln, c) }
+
+// storeOpened, when set (tests), is called by New once the store is open
+// and before the hub reads it: a test holds the read there.
+var storeOpened func()
+
+// Run listens on cfg.Addr, logs it, and answers there at once as a server
+// that is starting (starting.go: alive, not ready) while it builds the
+// server (opening and reading the store); then it logs one line with the
 // address and the epoch, and serves until ctx is cancelled.
 func Run(ctx context.Context, cfg Config) error {
-	s, err := NewContext(ctx, cfg)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if _, err := loadCert(cfg); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		return err
+	}
+	dcfg := cfg.withDefaults()
+	dcfg.Logger.Info("ringcast listening: starting (alive, not ready until the store is read)", "addr", ln.Addr().String(),
+		"store", cmp.Or(cfg.Store.Kind, StoreMemory))
+	handOver := serveStarting(dcfg, ln)
+	s, err := NewContext(ctx, cfg)
+	ln = handOver()
+	if err != nil {
+		_ = ln.Close()
 		return err
 	}
 	cfg = s.cfg
@@ -579,11 +615,6 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		s.Hub.Close()
 		s.closeStore()
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		abort()
-		return err
 	}
 	scheme := "http"
 	if cfg.TLSCert != "" {

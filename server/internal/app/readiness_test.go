@@ -321,3 +321,48 @@ func TestAWatchToldOfAnOutageNeverHoldsShutdown(t *testing.T) {
 		t.Fatalf("shutdown closed streams still open:\n%s", log.String())
 	}
 }
+
+// TestLostBookkeepingIsNotReady: the bookkeeping bucket deleted under a
+// serving server: /readyz answers 503 saying why (naming the bucket) and
+// gRPC health NOT_SERVING on every protocol; a publish is refused
+// unavailable with a message naming neither the bucket nor the stream,
+// and no commit reaches the stream.
+func TestLostBookkeepingIsNotReady(t *testing.T) {
+	ns := natsServer(t, t.TempDir(), -1, nil)
+	addr, nc := serveOnNATS(t, ns)
+	wantReadiness(t, addr, http.StatusOK, "ok", grpchealth.StatusServing)
+	if err := publishOne(t, addr, ringtest.Protocols[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := js.DeleteKeyValue(ctx, natslog.MetaBucket); err != nil {
+		t.Fatal(err)
+	}
+	wantReadiness(t, addr, http.StatusServiceUnavailable, "store unavailable: the bookkeeping of JetStream stream \"ringcast\" (key ringcast of the key-value bucket "+natslog.MetaBucket+") is missing", grpchealth.StatusNotServing)
+	for _, p := range ringtest.Protocols {
+		c := ringtest.ClientOptions(p)
+		hc := ringcast.NewHTTPClient(p)
+		client := ringcastv1connect.NewEventServiceClient(hc, "http://"+addr, c...)
+		_, err := client.Publish(ctx, connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{{Topic: "t", Type: "readiness.test"}}}))
+		hc.CloseIdleConnections()
+		if connect.CodeOf(err) != connect.CodeUnavailable || strings.Contains(err.Error(), natslog.MetaBucket) || strings.Contains(err.Error(), `"ringcast"`) {
+			t.Errorf("publish over %s with the bookkeeping lost: %v; want unavailable, naming neither the bucket nor the stream", p, err)
+		}
+	}
+	st, err := js.Stream(ctx, natslog.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.LastSeq != 1 {
+		t.Errorf("the stream's last seq is %d, want 1: commits were stored without their mark", info.State.LastSeq)
+	}
+}

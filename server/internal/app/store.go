@@ -47,9 +47,10 @@ type Store struct {
 	NATSMaxMsgs  int64
 	// NATSConn, when set, is used instead of NATSURLs (tests, embedding).
 	NATSConn *nats.Conn
-	// Recover serves a damaged stream (acknowledged commits lost, holes,
-	// oldest commits gone without its limits discarding them) under a new
-	// epoch instead of refusing to start (--store-recover).
+	// Recover serves the stream under a new epoch (--store-recover): a
+	// restored one, or a damaged one (acknowledged commits lost, holes,
+	// oldest commits gone without its limits discarding them) instead of
+	// refusing to start.
 	Recover bool
 }
 
@@ -103,7 +104,9 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 	switch {
 	case nc != nil:
 	case s.Kind == StoreEmbedded:
-		ns, err := natslog.StartServer(natslog.EmbeddedOptions(s.DataDir))
+		nopts := natslog.EmbeddedOptions(s.DataDir)
+		natslog.FitPayload(nopts, cfg.MaxRequestBytes, cfg.MaxFactBytes)
+		ns, err := natslog.StartServer(nopts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -137,6 +140,9 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 		Duplicates: cfg.DedupeWindow,
 		Logger:     cfg.Logger,
 		Recover:    s.Recover,
+		// The largest commit the request limits allow: an external NATS
+		// whose max_payload is smaller is named at start.
+		LargestCommit: hub.MaxCommitBytes(cfg.MaxRequestBytes, cfg.MaxFactBytes),
 	})
 	if err != nil {
 		closeAll()

@@ -194,7 +194,7 @@ describe("web console in Chromium", () => {
         "a gauge removed by the resync while in warning is an alert",
       );
       const cursor = (await page.locator("#cursor").textContent()) ?? "";
-      assert.ok(cursor.startsWith(`rc1.${formatEpoch(srv.epoch)}.`), `cursor moved to the new epoch: ${cursor}`);
+      assert.ok(cursor.startsWith(`rc2.${formatEpoch(srv.epoch)}.`), `cursor moved to the new epoch: ${cursor}`);
       // The trend lines keep the readings from before the restart and add
       // the new instance's, with a break at the restart (readings of two
       // epochs are never joined, however short the outage). Per gauge, by
@@ -417,8 +417,10 @@ describe("web console in Chromium", () => {
       const positioned = got.filter((e) => e.kind !== "caught-up");
       const epoch = formatEpoch(leased.epoch);
       const seqs = positioned.map((e) => {
-        assert.ok(e.id.startsWith(epoch + "-"), `id ${e.id} carries the epoch`);
-        return Number(e.id.slice(epoch.length + 1));
+        // <epoch>-<seq>-<fingerprint>: the seq is the middle part.
+        const [idEpoch, seq, fingerprint] = e.id.split("-");
+        assert.ok(idEpoch === epoch && /^[0-9a-f]{8}$/.test(fingerprint ?? ""), `id ${e.id} carries the epoch and a fingerprint`);
+        return Number(seq);
       });
       // Unfiltered, every seq from the bind status on arrives exactly once.
       assert.deepEqual(seqs, seqs.map((_, i) => i + 1), `ids in order, no gap, no duplicate: ${seqs.join(",")}`);

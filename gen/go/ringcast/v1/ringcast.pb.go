@@ -2,8 +2,9 @@
 // Connect and Server-Sent Events clients from one in-memory ring.
 //
 // The stream contract (docs/protocol.md) in one paragraph: every positioned
-// event carries a strictly monotonic `seq` and the boot's `instance_epoch`. A
-// client resumes with its cursor (instance_epoch, seq, fact) and receives
+// event carries a strictly monotonic `seq`, the boot's `instance_epoch` and
+// the `fingerprint` of the commit at its seq. A client resumes with its
+// cursor (instance_epoch, seq, fact, fingerprint) and receives
 // every event it missed exactly once, or, when the server can no longer serve
 // that position, a terminal ResyncRequired (or, on request, an inline Gap
 // followed by a snapshot). A silent gap is never an outcome.
@@ -163,6 +164,11 @@ const (
 	// server sends. Only the SSE face produces it (the RPC request carries
 	// the cursor as typed fields).
 	Reason_REASON_MALFORMED_CURSOR Reason = 6
+	// The cursor's fingerprint is not that of the commit the log holds at
+	// its seq: the cursor comes from another log under the same epoch (a
+	// restored backup, a replaced stream, a damaged disk) that gave the seq
+	// to another commit.
+	Reason_REASON_COMMIT_MISMATCH Reason = 7
 )
 
 // Enum value maps for Reason.
@@ -175,6 +181,7 @@ var (
 		4: "REASON_SUBSCRIBER_LAGGING",
 		5: "REASON_FACT_OUT_OF_RANGE",
 		6: "REASON_MALFORMED_CURSOR",
+		7: "REASON_COMMIT_MISMATCH",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":        0,
@@ -184,6 +191,7 @@ var (
 		"REASON_SUBSCRIBER_LAGGING": 4,
 		"REASON_FACT_OUT_OF_RANGE":  5,
 		"REASON_MALFORMED_CURSOR":   6,
+		"REASON_COMMIT_MISMATCH":    7,
 	}
 )
 
@@ -295,9 +303,17 @@ type SubscribeEventsRequest struct {
 	// is at or after since_time, oldest first (instead of a snapshot), then
 	// CaughtUp and the tail. When such commits may have been evicted, the
 	// answer is the one for a cursor below the window (on_unservable).
-	SinceTime     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=since_time,json=sinceTime,proto3" json:"since_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SinceTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=since_time,json=sinceTime,proto3" json:"since_time,omitempty"`
+	// The fingerprint of the commit at since_seq, as the cursor holds it
+	// (the fingerprint of the positioned response that moved the cursor
+	// there). When it is not the fingerprint of the commit the log holds at
+	// since_seq, the cursor comes from another log that gave the seq to
+	// another commit (a restored or replaced store): the answer is
+	// ResyncRequired(COMMIT_MISMATCH). 0 = the cursor has none: it is served
+	// by its epoch and seq alone. Ignored when since_seq = 0.
+	SinceFingerprint uint32 `protobuf:"fixed32,10,opt,name=since_fingerprint,json=sinceFingerprint,proto3" json:"since_fingerprint,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SubscribeEventsRequest) Reset() {
@@ -393,6 +409,13 @@ func (x *SubscribeEventsRequest) GetSinceTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *SubscribeEventsRequest) GetSinceFingerprint() uint32 {
+	if x != nil {
+		return x.SinceFingerprint
+	}
+	return 0
+}
+
 // SubscribeEventsResponse is one message of the stream. Positioned events
 // (server_status, commit, progress) carry seq > 0, strictly increasing on a
 // stream; the others carry seq = 0 and never move a cursor.
@@ -404,6 +427,12 @@ type SubscribeEventsResponse struct {
 	InstanceEpoch uint64 `protobuf:"fixed64,2,opt,name=instance_epoch,json=instanceEpoch,proto3" json:"instance_epoch,omitempty"`
 	// Commit time for positioned events; send time for the others.
 	EventTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// Positioned events: the fingerprint of the commit (or, on the memory
+	// store, the status) at seq, non-zero, the same on every replica and
+	// across restarts; a cursor keeps it and sends it back as
+	// since_fingerprint. 0 on the others, and on a Progress whose seq names
+	// no commit this stream can fingerprint (docs/protocol.md, "Positions").
+	Fingerprint uint32 `protobuf:"fixed32,4,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// Types that are valid to be assigned to Event:
 	//
 	//	*SubscribeEventsResponse_ServerStatus
@@ -467,6 +496,13 @@ func (x *SubscribeEventsResponse) GetEventTime() *timestamppb.Timestamp {
 		return x.EventTime
 	}
 	return nil
+}
+
+func (x *SubscribeEventsResponse) GetFingerprint() uint32 {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return 0
 }
 
 func (x *SubscribeEventsResponse) GetEvent() isSubscribeEventsResponse_Event {
@@ -1851,7 +1887,7 @@ var File_ringcast_v1_ringcast_proto protoreflect.FileDescriptor
 
 const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\n" +
-	"\x1aringcast/v1/ringcast.proto\x12\vringcast.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9a\a\n" +
+	"\x1aringcast/v1/ringcast.proto\x12\vringcast.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfd\b\n" +
 	"\x16SubscribeEventsRequest\x12\x1b\n" +
 	"\tsince_seq\x18\x01 \x01(\x04R\bsinceSeq\x12%\n" +
 	"\x0einstance_epoch\x18\x02 \x01(\x06R\rinstanceEpoch\x12\x1d\n" +
@@ -1863,15 +1899,19 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\tuntil_seq\x18\a \x01(\x04R\buntilSeq\x12\x1e\n" +
 	"\vend_at_head\x18\b \x01(\bR\tendAtHead\x129\n" +
 	"\n" +
-	"since_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tsinceTime:\xd2\x03\xbaH\xce\x03\x1a\x93\x01\n" +
+	"since_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tsinceTime\x12+\n" +
+	"\x11since_fingerprint\x18\n" +
+	" \x01(\aR\x10sinceFingerprint:\x88\x05\xbaH\x84\x05\x1a\x93\x01\n" +
 	"\x1dsince_fact_requires_since_seq\x12Dsince_fact > 0 requires since_seq > 0 (a fact offset names a commit)\x1a,this.since_fact == 0u || this.since_seq > 0u\x1a\x89\x01\n" +
 	"\x19until_seq_after_since_seq\x123until_seq, when set, must be greater than since_seq\x1a7this.until_seq == 0u || this.until_seq > this.since_seq\x1a\xa9\x01\n" +
-	"\x1dsince_time_excludes_since_seq\x12Ysince_time requires since_seq = 0 (a time and a cursor are two different starting points)\x1a-!has(this.since_time) || this.since_seq == 0u\"\x98\x04\n" +
+	"\x1dsince_time_excludes_since_seq\x12Ysince_time requires since_seq = 0 (a time and a cursor are two different starting points)\x1a-!has(this.since_time) || this.since_seq == 0u\x1a\xb3\x01\n" +
+	"$since_fingerprint_requires_since_seq\x12Vsince_fingerprint > 0 requires since_seq > 0 (a fingerprint names the commit at a seq)\x1a3this.since_fingerprint == 0u || this.since_seq > 0u\"\xba\x04\n" +
 	"\x17SubscribeEventsResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12%\n" +
 	"\x0einstance_epoch\x18\x02 \x01(\x06R\rinstanceEpoch\x129\n" +
 	"\n" +
-	"event_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12@\n" +
+	"event_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12 \n" +
+	"\vfingerprint\x18\x04 \x01(\aR\vfingerprint\x12@\n" +
 	"\rserver_status\x18\n" +
 	" \x01(\v2\x19.ringcast.v1.ServerStatusH\x00R\fserverStatus\x12-\n" +
 	"\x06commit\x18\v \x01(\v2\x13.ringcast.v1.CommitH\x00R\x06commit\x123\n" +
@@ -1982,7 +2022,7 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\fOnUnservable\x12\x1d\n" +
 	"\x19ON_UNSERVABLE_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dON_UNSERVABLE_RESYNC_TERMINAL\x10\x01\x12!\n" +
-	"\x1dON_UNSERVABLE_SNAPSHOT_INLINE\x10\x02*\xc9\x01\n" +
+	"\x1dON_UNSERVABLE_SNAPSHOT_INLINE\x10\x02*\xe5\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_CURSOR_TOO_OLD\x10\x01\x12\x17\n" +
@@ -1990,7 +2030,8 @@ const file_ringcast_v1_ringcast_proto_rawDesc = "" +
 	"\x15REASON_EPOCH_MISMATCH\x10\x03\x12\x1d\n" +
 	"\x19REASON_SUBSCRIBER_LAGGING\x10\x04\x12\x1c\n" +
 	"\x18REASON_FACT_OUT_OF_RANGE\x10\x05\x12\x1b\n" +
-	"\x17REASON_MALFORMED_CURSOR\x10\x06*`\n" +
+	"\x17REASON_MALFORMED_CURSOR\x10\x06\x12\x1a\n" +
+	"\x16REASON_COMMIT_MISMATCH\x10\a*`\n" +
 	"\vServerState\x12\x1c\n" +
 	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SERVER_STATE_SERVING\x10\x01\x12\x19\n" +

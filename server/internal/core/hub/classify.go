@@ -31,7 +31,7 @@ func (h *Hub) classify(ctx context.Context, req Request) (classification, error)
 	h.mu.RLock()
 	c.oldest, c.head = h.boundsLocked()
 	if h.log == nil {
-		c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, h.ring.get)
+		c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, h.ring.get, h.fingerprintLocked)
 		if c.reason == ringcastv1.Reason_REASON_UNSPECIFIED && req.SinceFact > 0 {
 			c.partial = h.ring.get(req.SinceSeq)
 		}
@@ -47,15 +47,25 @@ func (h *Hub) classify(ctx context.Context, req Request) (classification, error)
 		}
 		c.oldest, c.head = first, max(c.head, last)
 	}
-	if req.SinceSeq > 0 && req.SinceFact > 0 && req.Epoch == h.epoch && req.SinceSeq <= c.head && req.SinceSeq >= c.oldest {
-		ev, err := h.eventAt(ctx, req.SinceSeq)
-		if err != nil {
-			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	var fp uint32 // the fingerprint of the commit at since_seq (0: none held)
+	if req.SinceSeq > 0 && (req.SinceFact > 0 || req.SinceFingerprint != 0) && req.Epoch == h.epoch && req.SinceSeq <= c.head {
+		if req.SinceSeq >= c.oldest {
+			ev, err := h.eventAt(ctx, req.SinceSeq)
+			if err != nil {
+				return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+			c.partial = ev
+			if ev != nil {
+				fp = ev.Fingerprint()
+			}
+		} else {
+			h.mu.RLock()
+			fp = h.fingerprintLocked(req.SinceSeq) // the Log discarded it; the ring may still hold it
+			h.mu.RUnlock()
 		}
-		c.partial = ev
 	}
 	at := func(uint64) *Event { return c.partial }
-	c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, at)
+	c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, at, func(uint64) uint32 { return fp })
 	if c.reason != ringcastv1.Reason_REASON_UNSPECIFIED || req.SinceFact == 0 {
 		c.partial = nil
 	}
@@ -94,8 +104,10 @@ func (h *Hub) classifyTime(ctx context.Context, req Request) (classification, er
 
 // classify applies the subscribe table of docs/protocol.md to a request
 // against the servable range [oldest, head]; at returns the commit at a seq
-// in that range. It returns REASON_UNSPECIFIED when the request is servable.
-func classify(req Request, epoch, oldest, head uint64, at func(uint64) *Event) (ringcastv1.Reason, Outcome) {
+// in that range, and fp the fingerprint of the event at a seq (0 when
+// unknown: a hole, or a commit neither the ring nor the Log still holds).
+// It returns REASON_UNSPECIFIED when the request is servable.
+func classify(req Request, epoch, oldest, head uint64, at func(uint64) *Event, fp func(uint64) uint32) (ringcastv1.Reason, Outcome) {
 	switch {
 	case req.MalformedCursor:
 		return ringcastv1.Reason_REASON_MALFORMED_CURSOR, OutcomeMalformedCursor
@@ -107,6 +119,8 @@ func classify(req Request, epoch, oldest, head uint64, at func(uint64) *Event) (
 		return ringcastv1.Reason_REASON_CURSOR_AHEAD, OutcomeAhead
 	case req.SinceSeq+1 < oldest:
 		return ringcastv1.Reason_REASON_CURSOR_TOO_OLD, OutcomeTooOld
+	case req.SinceFingerprint != 0 && fingerprintDiffers(req.SinceFingerprint, fp(req.SinceSeq)):
+		return ringcastv1.Reason_REASON_COMMIT_MISMATCH, OutcomeCommitMismatch
 	case req.SinceFact > 0:
 		ev := at(req.SinceSeq)
 		if req.SinceSeq < oldest || ev == nil || req.SinceFact >= ev.Commit().GetFactCount() {
@@ -115,3 +129,9 @@ func classify(req Request, epoch, oldest, head uint64, at func(uint64) *Event) (
 	}
 	return ringcastv1.Reason_REASON_UNSPECIFIED, OutcomeResumed
 }
+
+// fingerprintDiffers reports whether a cursor's fingerprint names another
+// commit than the one whose fingerprint is got. A commit whose fingerprint
+// is unknown (got 0: a hole, or one no longer held) cannot be checked; the
+// cursor is then served by its epoch and seq, as one without a fingerprint.
+func fingerprintDiffers(held, got uint32) bool { return got != 0 && got != held }

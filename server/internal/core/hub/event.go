@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/fingerprint"
 )
 
 // Event is one positioned entry of the ring: a commit or a server status.
@@ -180,6 +181,10 @@ func (e *Event) Cost() int64 { return e.cost }
 // Response is the shared, read-only response for this event.
 func (e *Event) Response() *ringcastv1.SubscribeEventsResponse { return e.resp }
 
+// Fingerprint is the fingerprint of the event (package fingerprint): the
+// commit's, or on the memory store a status's; never 0.
+func (e *Event) Fingerprint() uint32 { return e.resp.GetFingerprint() }
+
 // Commit is the event's commit, or nil for a status event.
 func (e *Event) Commit() *ringcastv1.Commit { return e.resp.GetCommit() }
 
@@ -206,12 +211,20 @@ type commitEvent struct {
 // and its commit stay those without the facts. They are read here, for the
 // commit's, before the facts are added, and nowhere else: a marshal sizes
 // a message afresh unless told to UseCachedSize.)
+//
+// Its fingerprint is the memory store's (fingerprint.Position);
+// NewStoredCommitEvent gives a durable store's.
 func newCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
+	return newCommitEventFP(epoch, seq, at, facts, traceparent, fingerprint.Position(seq, at))
+}
+
+func newCommitEventFP(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string, fp uint32) *Event {
 	b := &commitEvent{}
 	b.commit.FactCount, b.commit.Traceparent = uint32(len(facts)), traceparent
 	b.oneof.Commit = &b.commit
 	b.time.Seconds, b.time.Nanos = at.Unix(), int32(at.Nanosecond())
 	b.resp.Seq, b.resp.InstanceEpoch, b.resp.EventTime, b.resp.Event = seq, epoch, &b.time, &b.oneof
+	b.resp.Fingerprint = fp
 	b.ev.Seq, b.ev.Time, b.ev.resp = seq, at, &b.resp
 
 	bare := proto.Size(&b.resp)
@@ -233,6 +246,7 @@ func newStatusEvent(epoch, seq uint64, at time.Time, status *ringcastv1.ServerSt
 		Seq:           seq,
 		InstanceEpoch: epoch,
 		EventTime:     timestamppb.New(at),
+		Fingerprint:   fingerprint.Position(seq, at),
 		Event:         &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: status},
 	}}
 	e.size = int64(proto.Size(e.resp))
@@ -245,12 +259,14 @@ func newStatusEvent(epoch, seq uint64, at time.Time, status *ringcastv1.ServerSt
 const commitEventObj = int(unsafe.Sizeof(commitEvent{}))
 
 // commitResponse builds a per-stream response for a commit carrying only
-// some of its facts (a filter or a partial resume).
-func commitResponse(epoch, seq uint64, at *timestamppb.Timestamp, facts []*ringcastv1.Fact, factCount uint32, traceparent string) *ringcastv1.SubscribeEventsResponse {
+// some of its facts (a filter, a partial resume, a latest-per-key
+// snapshot), with the commit's fingerprint fp.
+func commitResponse(epoch, seq uint64, at *timestamppb.Timestamp, fp uint32, facts []*ringcastv1.Fact, factCount uint32, traceparent string) *ringcastv1.SubscribeEventsResponse {
 	return &ringcastv1.SubscribeEventsResponse{
 		Seq:           seq,
 		InstanceEpoch: epoch,
 		EventTime:     at,
+		Fingerprint:   fp,
 		Event: &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{
 			Facts:       facts,
 			FactCount:   factCount,

@@ -27,9 +27,12 @@ type evictedTopics struct {
 	// forgotten is the highest seq of an entry dropped to bound last: a
 	// topic not in last may have been evicted at any seq up to it.
 	forgotten uint64
-	// lastAt is the commit time of the newest evicted event (what a
-	// Progress covering it says).
-	lastAt time.Time
+	// lastAt, lastSeq and lastFP are the commit time, seq and
+	// fingerprint of the newest evicted event (what a Progress covering it
+	// says, and what a cursor at it is checked against).
+	lastAt  time.Time
+	lastSeq uint64
+	lastFP  uint32
 }
 
 // note records that ev left the ring.
@@ -37,7 +40,7 @@ func (x *evictedTopics) note(ev *Event) {
 	if x.last == nil {
 		x.last = make(map[string]uint64)
 	}
-	x.lastAt = ev.Time
+	x.lastAt, x.lastSeq, x.lastFP = ev.Time, ev.Seq, ev.Fingerprint()
 	if ev.resp.GetServerStatus() != nil {
 		x.last[statusTopic] = ev.Seq
 		return

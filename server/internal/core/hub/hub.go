@@ -241,6 +241,7 @@ type Hub struct {
 	// streams end there (commits from other replicas keep arriving).
 	drainHead uint64
 	logFirst  uint64 // a Log's first seq when last asked
+	ingested  int64  // bytes of the commits taken from a Log (guarded by mu): the rebuild logs its rate
 
 	kick        chan struct{} // capacity 1: "head advanced", to the notifier
 	done        chan struct{} // closed by Close: every stream ends
@@ -257,6 +258,10 @@ type Hub struct {
 	failOnce    sync.Once
 	// dedupeRefused counts publishes refused with ErrDedupeFull.
 	dedupeRefused atomic.Uint64
+	// aheadWarned is when a cursor from the future was last logged (Unix
+	// nanoseconds), aheadQuiet how many were not logged since (see ahead).
+	aheadWarned atomic.Int64
+	aheadQuiet  atomic.Uint64
 
 	parkMu sync.Mutex
 	parked []*stream // parked streams to resume at the next wake-up (park.go)

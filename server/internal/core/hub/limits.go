@@ -38,3 +38,28 @@ func repeatedMaxItems(msg protoreflect.MessageDescriptor, name protoreflect.Name
 	}
 	return uint32(n)
 }
+
+// jsonInflation bounds how many times larger a fact's protobuf encoding
+// may be than the Connect JSON that carried it: a number of one digit and
+// its comma (2 bytes of JSON) is a Value of 11 bytes in a ListValue.
+const jsonInflation = 6
+
+// commitFraming bounds the bytes a stored commit adds to its facts: each
+// fact's tag and length, the event time, the fact count and the message's
+// own framing.
+const commitFraming = 64
+
+// MaxCommitBytes is the largest stored commit (a SubscribeEventsResponse
+// with the commit, as a durable Log stores it) the request limits allow:
+// maxFactsPerCommit facts of at most maxFactBytes each, and no more than a
+// request of maxRequestBytes decodes to (JSON may carry up to
+// jsonInflation times fewer bytes than the protobuf it decodes to).
+func MaxCommitBytes(maxRequestBytes, maxFactBytes int) int {
+	perFact := maxFactBytes + 1 + binaryVarintLen // the fact, its tag and its length
+	byFacts := int(maxFactsPerCommit) * perFact
+	byRequest := jsonInflation * maxRequestBytes
+	return min(byFacts, byRequest) + commitFraming
+}
+
+// binaryVarintLen is the most bytes a length below 1 GiB takes as a varint.
+const binaryVarintLen = 5

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/fingerprint"
 )
 
 // Log is the hub's storage seam: where commits become durable and get their
@@ -107,12 +108,27 @@ var ErrTooOld = errors.New("hub: position below the log's first seq")
 // condition that passes, told to clients as such.
 var ErrStoreFull = errors.New("store full")
 
+// ErrCommitTooLarge is wrapped by the error of a Log's Append or
+// AppendBatch for a commit larger than its store takes (an external NATS
+// whose max_payload is below the request limit): the commit was not
+// stored, and no retry will store it. The hub returns it as it is, never
+// as ErrUnavailable; its message names the store's limit in bytes.
+var ErrCommitTooLarge = errors.New("hub: commit too large for the store")
+
 // ErrUnavailable wraps a Log's failure to append: the publish was not
 // acknowledged and may be retried (with its idempotency key).
 var ErrUnavailable = errors.New("hub: log unavailable")
 
 // NewCommitEvent builds the event of a commit read from a Log, with the
-// W3C traceparent its publish had (empty: none).
+// W3C traceparent its publish had (empty: none), fingerprinted as the
+// memory store fingerprints its commits (by seq and time).
 func NewCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string) *Event {
 	return newCommitEvent(epoch, seq, at, facts, traceparent)
+}
+
+// NewStoredCommitEvent is NewCommitEvent with the fingerprint fp the Log
+// derives from what it stores of the commit (package fingerprint), the
+// same on every replica and across restarts. fp 0 is taken as 1.
+func NewStoredCommitEvent(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string, fp uint32) *Event {
+	return newCommitEventFP(epoch, seq, at, facts, traceparent, fingerprint.Of(fp))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
@@ -72,9 +73,13 @@ func (h *Hub) rebuild(ctx context.Context, from, last uint64) error {
 	seen, progressed := from-1, began
 	for {
 		h.mu.RLock()
-		head, wake := h.ring.head, h.takeWake()
+		head, wake, read := h.ring.head, h.takeWake(), h.ingested
 		h.mu.RUnlock()
 		if head >= last {
+			if secs := time.Since(began).Seconds(); secs > 0 && head >= from {
+				h.cfg.Logger.Info("read the log", "commits", head-(from-1), "bytes", read,
+					"elapsed", time.Since(began).Round(time.Millisecond), "mb_per_s", math.Round(float64(read)/1e6/secs*10)/10)
+			}
 			return nil
 		}
 		if head != seen {
@@ -86,8 +91,11 @@ func (h *Hub) rebuild(ctx context.Context, from, last uint64) error {
 			if time.Since(progressed) >= startTimeout {
 				return fmt.Errorf("no commit came from the log for %v after seq %d", startTimeout, head)
 			}
+			elapsed := time.Since(began)
 			h.cfg.Logger.Info("rebuilding from the log", "read", head-(from-1), "of", last-(from-1),
-				"seq", head, "last", last, "elapsed", time.Since(began).Round(time.Millisecond))
+				"seq", head, "last", last, "bytes", read, "elapsed", elapsed.Round(time.Millisecond),
+				"mb_per_s", math.Round(float64(read)/1e6/elapsed.Seconds()*10)/10,
+				"commits_per_s", math.Round(float64(head-(from-1))/elapsed.Seconds()))
 		case <-ctx.Done():
 			return fmt.Errorf("start-up stopped after %d of %d commits: %w", head-(from-1), last-(from-1), context.Cause(ctx))
 		case err := <-h.failed:
@@ -195,6 +203,7 @@ func (h *Hub) ingest(ev *Event) {
 		return // already held (a Follow resumed before its position)
 	}
 	h.ring.skipTo(ev.Seq - 1)
+	h.ingested += ev.size
 	h.ring.push(ev)
 	h.keys.apply(ev)
 	h.mu.Unlock()
@@ -251,10 +260,11 @@ func (h *Hub) publishLog(ctx context.Context, c Commit) (Receipt, error) {
 }
 
 // logError is the error of a Log's append: a refusal of the request
-// itself (ErrKeyReused, ErrBatchUnsupported) as it is, since retrying will
-// not help; anything else, the Log's failure, wrapping ErrUnavailable.
+// itself (ErrKeyReused, ErrBatchUnsupported, ErrCommitTooLarge) as it is,
+// since retrying will not help; anything else, the Log's failure, wrapping
+// ErrUnavailable.
 func (h *Hub) logError(err error) error {
-	if errors.Is(err, ErrKeyReused) || errors.Is(err, ErrBatchUnsupported) {
+	if errors.Is(err, ErrKeyReused) || errors.Is(err, ErrBatchUnsupported) || errors.Is(err, ErrCommitTooLarge) {
 		return err
 	}
 	h.failIfReplaced(err)

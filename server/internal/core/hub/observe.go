@@ -16,6 +16,7 @@ const (
 	OutcomeEpochMismatch   Outcome = "epoch_mismatch"    // another instance's cursor
 	OutcomeFactOutOfRange  Outcome = "fact_out_of_range" // since_fact names no remaining fact
 	OutcomeMalformedCursor Outcome = "malformed_cursor"  // a cursor that does not parse (SSE)
+	OutcomeCommitMismatch  Outcome = "commit_mismatch"   // a cursor whose fingerprint is not the commit's at its seq
 )
 
 // Observer receives the hub's counts; the metrics package implements it.

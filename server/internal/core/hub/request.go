@@ -10,15 +10,18 @@ import (
 
 // Request is a subscribe, independent of the face it arrived on.
 type Request struct {
-	Face         string // the name of the face it arrived on (e.g. rpc.Face): an Observer label only
-	SinceSeq     uint64
-	Epoch        uint64
-	SinceFact    uint32
-	Topics       []string
-	Snapshot     ringcastv1.Snapshot
-	OnUnservable ringcastv1.OnUnservable
-	UntilSeq     uint64
-	EndAtHead    bool
+	Face      string // the name of the face it arrived on (e.g. rpc.Face): an Observer label only
+	SinceSeq  uint64
+	Epoch     uint64
+	SinceFact uint32
+	// SinceFingerprint is the fingerprint of the commit at SinceSeq that
+	// the cursor holds (0: none, served by Epoch and SinceSeq alone).
+	SinceFingerprint uint32
+	Topics           []string
+	Snapshot         ringcastv1.Snapshot
+	OnUnservable     ringcastv1.OnUnservable
+	UntilSeq         uint64
+	EndAtHead        bool
 	// SinceTime, when set with SinceSeq 0, starts the stream at the first
 	// retained commit whose event time is at or after it, instead of a
 	// snapshot (docs/protocol.md, "Starting from a time"). The faces refuse
@@ -71,15 +74,16 @@ func RequestFromProto(face string, m *ringcastv1.SubscribeEventsRequest) (Reques
 		}
 	}
 	return Request{
-		Face:         face,
-		SinceSeq:     m.GetSinceSeq(),
-		Epoch:        m.GetInstanceEpoch(),
-		SinceFact:    m.GetSinceFact(),
-		Topics:       m.GetTopics(),
-		Snapshot:     m.GetSnapshot(),
-		OnUnservable: m.GetOnUnservable(),
-		UntilSeq:     m.GetUntilSeq(),
-		EndAtHead:    m.GetEndAtHead(),
-		SinceTime:    since,
+		Face:             face,
+		SinceSeq:         m.GetSinceSeq(),
+		Epoch:            m.GetInstanceEpoch(),
+		SinceFact:        m.GetSinceFact(),
+		SinceFingerprint: m.GetSinceFingerprint(),
+		Topics:           m.GetTopics(),
+		Snapshot:         m.GetSnapshot(),
+		OnUnservable:     m.GetOnUnservable(),
+		UntilSeq:         m.GetUntilSeq(),
+		EndAtHead:        m.GetEndAtHead(),
+		SinceTime:        since,
 	}, nil
 }

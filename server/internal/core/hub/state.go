@@ -34,6 +34,7 @@ type stateEntry struct {
 	seq        uint64
 	at         time.Time
 	factCount  uint32
+	fp         uint32 // the commit's fingerprint
 	size       int64
 	fact       *ringcastv1.Fact // shared with the ring's event: read-only
 	prev, next *stateEntry
@@ -58,7 +59,7 @@ func (t *stateTable) apply(ev *Event) {
 			e = &stateEntry{key: f.Key}
 			t.byKey[f.Key] = e
 		}
-		e.seq, e.at, e.factCount, e.fact = ev.Seq, ev.Time, c.FactCount, f
+		e.seq, e.at, e.factCount, e.fp, e.fact = ev.Seq, ev.Time, c.FactCount, ev.Fingerprint(), f
 		e.size = int64(stateEntryObj + factCost(f))
 		t.bytes += e.size
 		t.pushBack(e)
@@ -105,6 +106,7 @@ type snapshotFact struct {
 	seq       uint64
 	at        time.Time
 	factCount uint32
+	fp        uint32
 	fact      *ringcastv1.Fact
 }
 
@@ -112,7 +114,7 @@ type snapshotFact struct {
 func (t *stateTable) collect(dst []snapshotFact, keep func(topic string) bool) []snapshotFact {
 	for e := t.front; e != nil; e = e.next {
 		if keep(e.fact.GetTopic()) {
-			dst = append(dst, snapshotFact{seq: e.seq, at: e.at, factCount: e.factCount, fact: e.fact})
+			dst = append(dst, snapshotFact{seq: e.seq, at: e.at, factCount: e.factCount, fp: e.fp, fact: e.fact})
 		}
 	}
 	return dst

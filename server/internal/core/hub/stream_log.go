@@ -49,7 +49,7 @@ func (s *stream) readLog(ctx context.Context) ([]*Event, error) {
 		}
 		batch = batch[:n]
 		if n == 0 {
-			s.next = u + 1 // nothing the Log holds up to u: covered
+			s.next, s.coveredFP = u+1, 0 // nothing the Log holds up to u: covered
 		}
 	}
 	// At most MaxBatchBytes of it is kept (the first event always): the
@@ -64,6 +64,18 @@ func (s *stream) readLog(ctx context.Context) ([]*Event, error) {
 	}
 	s.batch = batch
 	return batch, nil
+}
+
+// fingerprintLocked is the fingerprint of the event at seq: the ring's
+// event, or the one the ring evicted last; 0 when neither is at seq.
+func (h *Hub) fingerprintLocked(seq uint64) uint32 {
+	if ev := h.ring.get(seq); ev != nil {
+		return ev.Fingerprint()
+	}
+	if seq != 0 && h.ring.evicted.lastSeq == seq {
+		return h.ring.evicted.lastFP
+	}
+	return 0
 }
 
 // eventTimeLocked is the time of the event at seq, or the boot time when

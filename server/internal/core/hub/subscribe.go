@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/core/epoch"
+	"github.com/ringcast/ringcast/server/internal/core/fingerprint"
 	"github.com/ringcast/ringcast/server/internal/core/topic"
 )
 
@@ -102,8 +104,11 @@ type stream struct {
 	next uint64
 	// sent is the seq of the last positioned response sent.
 	sent uint64
-	// coveredAt is the commit time of seq next-1, for Progress.
+	// coveredAt and coveredFP are the commit time and fingerprint of seq
+	// next-1, for Progress (coveredFP 0: that seq has none this stream
+	// knows, a hole or a position it did not read).
 	coveredAt time.Time
+	coveredFP uint32
 	// target is the position to cover before sending CaughtUp.
 	target uint64
 	// evictedKeys is what the latest-per-key table had evicted when a
@@ -208,6 +213,9 @@ func (s *stream) start(ctx context.Context) error {
 		return err
 	}
 	h.cfg.Observer.Subscribed(req.Face, c.outcome)
+	if c.outcome == OutcomeAhead || c.outcome == OutcomeCommitMismatch {
+		h.logCursor(&req, c.outcome, c.head)
+	}
 
 	switch {
 	case c.reason != ringcastv1.Reason_REASON_UNSPECIFIED:
@@ -224,7 +232,7 @@ func (s *stream) start(ctx context.Context) error {
 		if err := s.replicaStatus(); err != nil {
 			return err
 		}
-		s.next, s.target, s.sent = c.at, max(c.head, c.at-1), c.at-1
+		s.next, s.target, s.sent, s.coveredFP = c.at, max(c.head, c.at-1), c.at-1, 0
 		return nil
 	case req.SinceSeq == 0:
 		return s.snapshot()
@@ -233,6 +241,7 @@ func (s *stream) start(ctx context.Context) error {
 		return err
 	}
 	s.next, s.target, s.sent = req.SinceSeq+1, c.head, req.SinceSeq
+	s.coveredFP = req.SinceFingerprint // checked by classify, or none
 	if c.partial != nil {
 		return s.sendPartial(c.partial, req.SinceFact)
 	}
@@ -251,6 +260,7 @@ func (s *stream) snapshot() error {
 		h.mu.RLock()
 		s.next, s.target = h.ring.oldest(), h.ring.head
 		s.coveredAt = h.eventTimeLocked(s.next) // what a Progress before the first event says
+		s.coveredFP = h.fingerprintLocked(s.next - 1)
 		h.mu.RUnlock()
 		return nil
 	}
@@ -263,10 +273,10 @@ func (s *stream) snapshot() error {
 	s.evictedKeys = h.keys.evicted
 	status := h.latest // nil with a Log: replicaStatus sent it unpositioned
 	head := h.ring.head
-	headAt := h.eventTimeLocked(head)
+	headAt, headFP := h.eventTimeLocked(head), h.fingerprintLocked(head)
 	h.mu.RUnlock()
 
-	s.next, s.target, s.coveredAt = head+1, head, headAt
+	s.next, s.target, s.coveredAt, s.coveredFP = head+1, head, headAt, headFP
 	if err := s.sendLatestPerKey(status, facts); err != nil {
 		return err
 	}
@@ -295,7 +305,7 @@ func (s *stream) sendLatestPerKey(status *Event, facts []snapshotFact) error {
 			group = append(group, f.fact)
 		}
 		first := facts[i]
-		if err := s.sink.Send(commitResponse(s.h.epoch, first.seq, timestamppb.New(first.at), group, first.factCount, "")); err != nil {
+		if err := s.sink.Send(commitResponse(s.h.epoch, first.seq, timestamppb.New(first.at), first.fp, group, first.factCount, "")); err != nil {
 			return err
 		}
 		s.sent = first.seq
@@ -318,7 +328,7 @@ func (s *stream) sendPartial(ev *Event, from uint32) error {
 		return nil
 	}
 	s.sent = ev.Seq
-	return s.sendNow(commitResponse(s.h.epoch, ev.Seq, ev.resp.GetEventTime(), facts, c.GetFactCount(), c.GetTraceparent()))
+	return s.sendNow(commitResponse(s.h.epoch, ev.Seq, ev.resp.GetEventTime(), ev.Fingerprint(), facts, c.GetFactCount(), c.GetTraceparent()))
 }
 
 // loop replays from s.next and then tails live until the stream ends.
@@ -390,7 +400,7 @@ func (s *stream) read(ctx context.Context) (batch []*Event, draining bool, wake 
 	if s.next < oldest && h.log == nil && s.match != nil && !h.ring.evicted.missed(s.req.Topics, s.next) {
 		// Lapped, but the filter would have skipped everything that
 		// left the ring: cover it and read on from oldest.
-		s.next, s.coveredAt = oldest, h.ring.evicted.lastAt
+		s.next, s.coveredAt, s.coveredFP = oldest, h.ring.evicted.lastAt, h.fingerprintLocked(oldest-1)
 	}
 	if s.next < oldest {
 		h.mu.RUnlock()
@@ -428,7 +438,7 @@ func (s *stream) deliver(batch []*Event) error {
 	var last *Event
 	for _, ev := range batch {
 		resp := s.filtered(ev)
-		s.next, s.coveredAt = ev.Seq+1, ev.Time
+		s.next, s.coveredAt, s.coveredFP = ev.Seq+1, ev.Time, ev.Fingerprint()
 		if resp == nil {
 			if err := s.progressIf(false); err != nil {
 				return err
@@ -494,7 +504,7 @@ func (s *stream) filtered(ev *Event) *ringcastv1.SubscribeEventsResponse {
 			facts = append(facts, f)
 		}
 	}
-	return commitResponse(s.h.epoch, ev.Seq, ev.resp.EventTime, facts, c.FactCount, c.Traceparent)
+	return commitResponse(s.h.epoch, ev.Seq, ev.resp.EventTime, ev.Fingerprint(), facts, c.FactCount, c.Traceparent)
 }
 
 // wait blocks until the ring may have more for this stream (nil), or until
@@ -581,6 +591,7 @@ func (s *stream) sendProgress() error {
 		Seq:           seq,
 		InstanceEpoch: s.h.epoch,
 		EventTime:     timestamppb.New(s.coveredAt),
+		Fingerprint:   s.coveredFP,
 		Event:         &ringcastv1.SubscribeEventsResponse_Progress{Progress: &ringcastv1.Progress{}},
 	})
 }
@@ -623,4 +634,38 @@ func (s *stream) flush() error {
 		return f.Flush()
 	}
 	return nil
+}
+
+// aheadEvery is how often a cursor from the future is logged at most; the
+// ones in between are counted in the next log line (a restored store sends
+// every consumer's cursor at once).
+const aheadEvery = 10 * time.Second
+
+// logCursor logs a cursor from the future (ahead) or from another log. It
+// is not inlined: its logging would enlarge the frame of every stream's
+// start, on the stream's own small stack.
+//
+//go:noinline
+func (h *Hub) logCursor(req *Request, outcome Outcome, head uint64) {
+	if outcome == OutcomeAhead {
+		h.ahead(req, head)
+		return
+	}
+	h.cfg.Logger.Debug("a cursor from another log: its fingerprint is not the commit's at its seq; it resyncs",
+		"face", req.Face, "seq", req.SinceSeq, "fingerprint", fingerprint.Format(req.SinceFingerprint))
+}
+
+// ahead logs a cursor of this epoch beyond head: evidence that the log
+// was rolled back (a restored backup served under its old epoch), or a
+// client that made its cursor up. The subscribes metric counts every one
+// (outcome "ahead"); the log says so at most once per aheadEvery.
+func (h *Hub) ahead(req *Request, head uint64) {
+	now := time.Now().UnixNano()
+	last := h.aheadWarned.Load()
+	if now-last < int64(aheadEvery) || !h.aheadWarned.CompareAndSwap(last, now) {
+		h.aheadQuiet.Add(1)
+		return
+	}
+	h.cfg.Logger.Warn("a cursor from the future: its seq is beyond the log's head under the same epoch; was the store restored from an older copy? (restart with --store-recover after a restore: a new epoch, every consumer resyncs)",
+		"face", req.Face, "epoch", epoch.Format(req.Epoch), "seq", req.SinceSeq, "head", head, "more_since_last_logged", h.aheadQuiet.Swap(0))
 }

@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -54,11 +55,19 @@ type run struct {
 	mayStop string
 	stopped bool // guarded by pubMu
 	pubRuns int  // publishers started: each one's keys are its own
+	// restored, once set, is the epoch under which a restore put another
+	// log in place (TestRestoredOlderCopyWhileConsumersHoldCursors): the
+	// history records that log as the epoch restoredLog(restored) —
+	// receipts from then on (pubRestored, guarded by pubMu), and each
+	// consumer's items from its first resync in that epoch on.
+	restored    atomic.Uint64
+	pubRestored bool
 
 	wg        sync.WaitGroup // consumers
 	pubWG     sync.WaitGroup // the publisher
 	stopPub   context.CancelFunc
 	stopCons  context.CancelFunc
+	consCtx   context.Context // the consumers' (consumersContext)
 	consumers []*consumer
 }
 
@@ -68,8 +77,11 @@ type consumer struct {
 	proto ringcast.Protocol
 	rec   *history.Consumer
 
-	mu       sync.Mutex
-	at       struct{ epoch, seq uint64 } // the last commit it was given whole
+	mu sync.Mutex
+	at struct{ epoch, seq uint64 } // the last commit it was given whole (epochs as the history records them)
+	// moved is the reason of the resync that took it to the log a
+	// restore put in place ("": none yet); guarded by mu.
+	moved    string
 	restarts int
 	opened   int // streams whose first response arrived (StateOpen)
 	okEnds   int // streams the server ended with OK (a lease or a drain)
@@ -85,6 +97,29 @@ func (cs *consumer) connectionEvent(ev ringcast.ConnectionEvent) {
 	case ev.State == ringcast.StateReconnecting && ev.Err == nil && !ev.Resync:
 		cs.okEnds++
 	}
+}
+
+// restoredLog is how the history names the log a restore put in place
+// under epoch: as another epoch, which it is for every consumer that holds
+// a cursor from the log before (its seqs name other commits).
+func restoredLog(epoch uint64) uint64 { return epoch ^ 1<<63 }
+
+// logOf is how the history records epoch for cs: the restored log's name
+// once cs resynced into it. A resync in the restored epoch moves cs there.
+func (r *run) logOf(cs *consumer, epoch uint64, resync bool, reason string) uint64 {
+	restored := r.restored.Load()
+	if restored == 0 || epoch != restored {
+		return epoch
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if resync && cs.moved == "" {
+		cs.moved = reason
+	}
+	if cs.moved == "" {
+		return epoch
+	}
+	return restoredLog(epoch)
 }
 
 // streams returns how many streams cs opened, and how many of them the
@@ -148,19 +183,23 @@ func (r *run) publish(pause time.Duration) {
 				time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 			}
 			if err == nil {
-				r.hist.Published(res.InstanceEpoch, res.Seq, len(facts))
+				epoch := res.InstanceEpoch
+				if r.pubRestored && epoch == r.restored.Load() {
+					epoch = restoredLog(epoch)
+				}
+				r.hist.Published(epoch, res.Seq, len(facts))
 				if r.receipts == nil {
 					r.receipts = map[uint64]map[uint64]int{}
 				}
-				if r.receipts[res.InstanceEpoch] == nil {
-					r.receipts[res.InstanceEpoch] = map[uint64]int{}
+				if r.receipts[epoch] == nil {
+					r.receipts[epoch] = map[uint64]int{}
 				}
-				if _, again := r.receipts[res.InstanceEpoch][res.Seq]; again {
-					r.t.Errorf("seq %d of epoch %016x acknowledged for two commits", res.Seq, res.InstanceEpoch)
+				if _, again := r.receipts[epoch][res.Seq]; again {
+					r.t.Errorf("seq %d of epoch %016x acknowledged for two commits", res.Seq, epoch)
 				}
-				r.receipts[res.InstanceEpoch][res.Seq] = len(facts)
+				r.receipts[epoch][res.Seq] = len(facts)
 				r.published++
-				r.last.epoch, r.last.seq = res.InstanceEpoch, res.Seq
+				r.last.epoch, r.last.seq = epoch, res.Seq
 			} else if r.mayStop != "" && r.serverStopped() {
 				r.stopped = true
 				r.pubMu.Unlock()
@@ -224,8 +263,7 @@ func (r *run) awaitPublished(n int) {
 // and starts again from its persisted cursor (its text form), over and
 // over.
 func (r *run) consume(n, restartWithin int) {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.stopCons = cancel
+	ctx := r.consumersContext()
 	for i := range n {
 		p := r.proto
 		if p == "" { // mixed: the protocols in turn
@@ -237,6 +275,15 @@ func (r *run) consume(n, restartWithin int) {
 		rng := rand.New(rand.NewPCG(r.seed, uint64(100+i)))
 		r.wg.Go(func() { r.consumer(ctx, cs, rng, restartWithin) })
 	}
+}
+
+// consumersContext is the context every consumer runs in; stopCons ends
+// it.
+func (r *run) consumersContext() context.Context {
+	if r.consCtx == nil {
+		r.consCtx, r.stopCons = context.WithCancel(context.Background())
+	}
+	return r.consCtx
 }
 
 func (r *run) consumer(ctx context.Context, cs *consumer, rng *rand.Rand, restartWithin int) {
@@ -268,16 +315,17 @@ func (r *run) consumer(ctx context.Context, cs *consumer, rng *rand.Rand, restar
 			}
 			switch it.Kind {
 			case ringcast.KindFact:
-				cs.rec.Fact(it.Epoch, it.Seq, it.Index)
+				epoch := r.logOf(cs, it.Epoch, false, "")
+				cs.rec.Fact(epoch, it.Seq, it.Index)
 				if it.Last {
 					cs.mu.Lock()
-					cs.at.epoch, cs.at.seq = it.Epoch, it.Seq
+					cs.at.epoch, cs.at.seq = epoch, it.Seq
 					cs.mu.Unlock()
 				}
 				facts++
 			case ringcast.KindResynced:
 				rs := it.Resync
-				cs.rec.Resynced(it.Epoch, rs.Reason.String(), rs.RequestedSeq, rs.OldestSeq, rs.HeadSeq)
+				cs.rec.Resynced(r.logOf(cs, it.Epoch, true, rs.Reason.String()), rs.Reason.String(), rs.RequestedSeq, rs.OldestSeq, rs.HeadSeq)
 			}
 			text, err := it.Cursor.MarshalText()
 			if err != nil {

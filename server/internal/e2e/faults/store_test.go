@@ -58,11 +58,27 @@ func TestStoreCorruptedWhileConsumersHoldCursors(t *testing.T) {
 	}
 	r.srv.args = append(r.srv.args, "--store-recover")
 	r.srv.start()
+	r.servedAfterDamage(old, true)
+}
+
+// servedAfterDamage checks a server started again after damage to the
+// store (old: the last commit acknowledged before it; pubMu held, the
+// publisher stopped): it serves a new epoch, holding the commits that
+// survived (some lost when wantLost) each as it was acknowledged; then,
+// publishing on, every consumer resyncs and the history holds: nothing
+// lost or repeated within an epoch, no seq acknowledged before the damage
+// given to a new commit. Should the NATS server, reloading damaged
+// blocks, lose a commit it acknowledged after the recovery, ringcast must
+// stop saying so; started again (with --store-recover) it serves a newer
+// epoch, and the same history holds across it.
+func (r *run) servedAfterDamage(old struct{ epoch, seq uint64 }, wantLost bool) {
+	t := r.t
+	t.Helper()
 	epoch, survivors := r.snapshot()
 	if epoch == old.epoch {
 		t.Fatalf("served under the old epoch %016x after the damage", epoch)
 	}
-	if len(survivors) == 0 || len(survivors) >= len(r.receipts[old.epoch]) {
+	if wantLost && (len(survivors) == 0 || len(survivors) >= len(r.receipts[old.epoch])) {
 		t.Fatalf("%d of %d commits survived the damage; want some lost", len(survivors), len(r.receipts[old.epoch]))
 	}
 	for seq, facts := range survivors {
@@ -141,4 +157,56 @@ func (r *run) snapshot() (uint64, map[uint64]int) {
 		}
 	}
 	return epoch, commits
+}
+
+// TestBookkeepingLostWhileConsumersHoldCursors: with the embedded store,
+// consumers on every protocol hold cursors while commits flow; the server
+// stops and its bookkeeping is lost (the ringcast_meta bucket's directory
+// removed). With the commits whole, the server rebuilds the bookkeeping
+// from the stream and serves it under a new epoch (a loss of its newest
+// commits could not be seen): every consumer resyncs and is given every
+// commit, once, in order. With the commit stream's first block also
+// truncated (holes), the server refuses to start, naming the bookkeeping
+// and the damage, and is never served under the old epoch: started with
+// --store-recover it serves a new epoch with the commits that survived.
+// Either way no seq is given to two commits under one epoch, and no seq
+// acknowledged before the fault to a new commit.
+func TestBookkeepingLostWhileConsumersHoldCursors(t *testing.T) {
+	for _, commits := range []string{"whole", "truncated"} {
+		t.Run(commits, func(t *testing.T) {
+			dir := t.TempDir()
+			r := newRun(t, "", faultproxy.Seed(t), "--store", "embedded", "--data-dir", dir)
+			r.consume(3, 0)
+			r.publish(3 * time.Millisecond)
+			r.awaitPublished(40)
+
+			r.pubMu.Lock()
+			old := r.last
+			r.srv.stop(syscall.SIGTERM)
+			streams := filepath.Join(dir, "jetstream", "$G", "streams")
+			if err := os.RemoveAll(filepath.Join(streams, "KV_ringcast_meta")); err != nil {
+				t.Fatal(err)
+			}
+			if commits == "truncated" {
+				blk := filepath.Join(streams, "ringcast", "msgs", "1.blk")
+				fi, err := os.Stat(blk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(blk, fi.Size()/2); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.srv.startRefused(); !strings.Contains(err.Error(), `stream "ringcast"`) ||
+					!strings.Contains(err.Error(), "bookkeeping") || !strings.Contains(err.Error(), "ringcast_meta") {
+					t.Fatalf("start without the bookkeeping on a damaged stream: %v; want a refusal naming the stream and its bookkeeping", err)
+				}
+				r.srv.args = append(r.srv.args, "--store-recover")
+			}
+			r.srv.start()
+			if commits == "whole" && !strings.Contains(r.srv.logs.String(), "bookkeeping is lost") {
+				t.Errorf("start without the bookkeeping logged no word of it:\n%s", r.srv.logs.String())
+			}
+			r.servedAfterDamage(old, commits == "truncated")
+		})
+	}
 }

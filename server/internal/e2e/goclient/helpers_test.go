@@ -238,3 +238,10 @@ func fakeServer(t *testing.T, svc ringcastv1connect.EventServiceHandler) string 
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// pos is c less its fingerprint (the commit's, which tests do not
+// predict): the position a test compares.
+func pos(c ringcast.Cursor) ringcast.Cursor {
+	c.Fingerprint = 0
+	return c
+}

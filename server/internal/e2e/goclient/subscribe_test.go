@@ -48,13 +48,13 @@ func TestBreakMidCommitResumesAtNextFact(t *testing.T) {
 				}
 				first = append(first, it)
 				if it.Kind == ringcast.KindFact && it.Seq == 2 && it.Index == 1 {
-					if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 2, Fact: 2}); got != want || it.Cursor != want {
+					if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 2, Fact: 2}); pos(got) != want || pos(it.Cursor) != want {
 						t.Errorf("inside the body: Cursor() = %v, Item.Cursor = %v; want %v (the item in hand counts)", got, it.Cursor, want)
 					}
 					break
 				}
 			}
-			if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 2, Fact: 2}); got != want {
+			if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 2, Fact: 2}); pos(got) != want {
 				t.Fatalf("after break on fact 2/1: cursor %v, want %v", got, want)
 			}
 			text, err := sub.Cursor().MarshalText()
@@ -118,7 +118,7 @@ func TestFilteredLastIsLastDeliveredFact(t *testing.T) {
 					break
 				}
 			}
-			if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 2, Fact: 1}); got != want {
+			if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 2, Fact: 1}); pos(got) != want {
 				t.Fatalf("cursor %v, want %v", got, want)
 			}
 			rest := readAll(t, c.Subscribe(ringcast.WithCursor(sub.Cursor()), ringcast.WithTopics("a"), ringcast.WithEndAtHead()))
@@ -134,7 +134,7 @@ func TestFilteredLastIsLastDeliveredFact(t *testing.T) {
 					fin = it.Cursor
 				}
 			}
-			if want := (ringcast.Cursor{Epoch: epoch, Seq: 3}); fin != want {
+			if want := (ringcast.Cursor{Epoch: epoch, Seq: 3}); pos(fin) != want {
 				t.Errorf("cursor at CaughtUp %v, want %v (Progress covers the filtered commit)", fin, want)
 			}
 		})
@@ -165,13 +165,13 @@ func TestUntilBound(t *testing.T) {
 					break // inside the bound's last commit
 				}
 			}
-			if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 4, Fact: 1}); got != want {
+			if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 4, Fact: 1}); pos(got) != want {
 				t.Fatalf("cursor %v, want %v", got, want)
 			}
 			rest := readAll(t, sub) // ends on its own: the bound is reached
 			want := l.expect(0)[:6]
 			checkExactlyOnce(t, append(got(first), got(rest)...), want)
-			if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 4}); got != want {
+			if got, want := sub.Cursor(), (ringcast.Cursor{Epoch: epoch, Seq: 4}); pos(got) != want {
 				t.Errorf("final cursor %v, want %v", got, want)
 			}
 			if more := readAll(t, sub); len(more) != 0 {
@@ -349,6 +349,54 @@ func TestLatestPerKeySnapshot(t *testing.T) {
 			checkExactlyOnce(t, got(items), l.expect(0))
 			if last := items[len(items)-1]; last.Kind != ringcast.KindCaughtUp || last.Cursor.Seq != 3 {
 				t.Errorf("last item %+v, want CaughtUp with the cursor at head 3", last)
+			}
+		})
+	}
+}
+
+// TestCursorNamesItsCommit: the Go client's cursor holds the fingerprint
+// of the commit at its seq, and a subscription from it resumes; one whose
+// fingerprint names another commit at that seq (a cursor kept across a
+// restore of the store) is resynced with REASON_COMMIT_MISMATCH and then
+// given the snapshot, on every protocol.
+func TestCursorNamesItsCommit(t *testing.T) {
+	for _, p := range ringtest.Protocols {
+		t.Run(string(p), func(t *testing.T) {
+			srv := ringtest.Start(t, ringtest.Config())
+			h := srv.Hub()
+			var l ledger
+			l.publish(t, h, "a") // seq 2
+			l.publish(t, h, "a") // seq 3
+			c := newClient(t, srv.URL, p)
+			var at ringcast.Cursor
+			for _, it := range readAll(t, c.Subscribe(ringcast.WithEndAtHead())) {
+				if it.Kind == ringcast.KindFact && it.Seq == 2 {
+					at = it.Cursor
+				}
+			}
+			if at.Seq != 2 || at.Fingerprint == 0 {
+				t.Fatalf("cursor after commit 2: %v, want one with a fingerprint", at)
+			}
+			var seqs []uint64
+			for _, it := range readAll(t, c.Subscribe(ringcast.WithCursor(at), ringcast.WithEndAtHead())) {
+				if it.Kind == ringcast.KindResynced {
+					t.Fatalf("resume from %v resynced: %v", at, it.Resync)
+				}
+				if it.Kind == ringcast.KindFact {
+					seqs = append(seqs, it.Seq)
+				}
+			}
+			if len(seqs) != 1 || seqs[0] != 3 {
+				t.Fatalf("resume from %v: commits %v, want [3]", at, seqs)
+			}
+			other := at
+			other.Fingerprint ^= 1
+			items := readAll(t, c.Subscribe(ringcast.WithCursor(other), ringcast.WithEndAtHead()))
+			if len(items) == 0 || items[0].Kind != ringcast.KindResynced || items[0].Resync.Reason != ringcastv1.Reason_REASON_COMMIT_MISMATCH {
+				t.Fatalf("resume from %v: %v, want a resync with COMMIT_MISMATCH first", other, items)
+			}
+			if last := items[len(items)-1]; last.Kind != ringcast.KindCaughtUp || last.Cursor.Seq != 3 || last.Cursor.Fingerprint == 0 {
+				t.Fatalf("after the resync: %v, want the snapshot to 3 and caught_up", items)
 			}
 		})
 	}

@@ -1,6 +1,6 @@
 // Package readme runs the README's quick-start against a fresh build, so
-// that the README cannot drift from what the binary, the Go client and the
-// TypeScript client do.
+// that the README cannot drift from what the binary, the Go client, the
+// TypeScript client and the Python client do.
 //
 // Which blocks run (the same rule is written at the top of README.md):
 //
@@ -14,7 +14,8 @@
 //   - sh blocks: each command (a line, with the lines it continues: a trailing
 //     `\`, `|`, `&&` or `||`, or a for/while loop up to its `done`) runs with
 //     bash in a scratch directory where `bin/ringcast` and `ringcast` are the
-//     fresh build, and node_modules is the repository's. Comment lines are
+//     fresh build, node_modules and clients are the repository's, and
+//     python3 is Debian's (/usr/bin/python3, when there is one). Comment lines are
 //     skipped; a `NAME=value` line is kept for the block's later commands. A
 //     command must exit 0; a stream that never ends by itself (`curl -N`
 //     without endAtHead, `ringcast tail` without --count or --end-at-head) must
@@ -26,6 +27,9 @@
 //     program twice: the second run must continue after the first.
 //   - ts and js blocks: run with Node (through tsx, "@ringcast/client" being
 //     clients/ts/src), stopped after their first line of output.
+//   - python blocks: run with that python3, `import ringcast` being
+//     clients/python/src (PYTHONPATH), stopped after their first line of
+//     output (PYTHONUNBUFFERED is set, for sh blocks too).
 //
 // What the test rewrites (the rest runs as written): 127.0.0.1:8080,
 // 0.0.0.0:8080 and localhost:8080 become the test server's address; client
@@ -266,8 +270,8 @@ func TestREADMEQuickStart(t *testing.T) {
 		langs[b.lang]++
 	}
 	// Guard against the markers going missing: the quick-start has shell,
-	// Go and TypeScript blocks.
-	for _, l := range []string{"sh", "go", "ts"} {
+	// Go, TypeScript and Python blocks.
+	for _, l := range []string{"sh", "go", "ts", "python"} {
 		if langs[l] == 0 {
 			t.Fatalf("README.md has no %s block in a section marked %s", l, runMarker)
 		}
@@ -301,6 +305,8 @@ func TestREADMEQuickStart(t *testing.T) {
 			e.runGo(name, b)
 		case "ts", "js", "javascript", "typescript":
 			e.runNode(name, b)
+		case "python", "py":
+			e.runPython(name, b)
 		default:
 			t.Errorf("%s: no way to run a %q block (mark it %s (reason) -->)", name, b.lang, skipMarker)
 		}
@@ -339,9 +345,26 @@ exec "$real" "$@"
 	if err := os.WriteFile(filepath.Join(bin, "ringcast"), []byte(wrapper), 0o755); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(e.root, "node_modules"), filepath.Join(e.work, "node_modules")); err != nil {
-		e.t.Fatal(err)
+	for _, d := range []string{"node_modules", "clients"} {
+		if err := os.Symlink(filepath.Join(e.root, d), filepath.Join(e.work, d)); err != nil {
+			e.t.Fatal(err)
+		}
 	}
+	// python3 is Debian's, with the packages the Python client needs
+	// (go tool task deps:python), whatever else is first on PATH.
+	if _, err := os.Stat(debianPython); err == nil {
+		if err := os.Symlink(debianPython, filepath.Join(bin, "python3")); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// debianPython is the python3 the Python client is tested with.
+const debianPython = "/usr/bin/python3"
+
+// python is the python3 the README's Python runs with.
+func (e *env) python() string {
+	return filepath.Join(e.work, "bin", "python3")
 }
 
 // startQuick (re)starts the quick-start server: the demo feed, fast.
@@ -363,6 +386,7 @@ func (e *env) shellCmd(ctx context.Context, script string) *exec.Cmd {
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Join(e.work, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"RINGCAST_README_SERVER=http://"+e.srv.addr,
+		"PYTHONUNBUFFERED=1",
 	)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -566,11 +590,11 @@ func (e *env) runGo(name string, b block) {
 	e.t.Logf("%s ok: first run %v, second run %v", name, first, second)
 }
 
-// after reports whether cursor a (rc1.<epoch>.<seq>.<fact>) is past b in
-// the same epoch.
+// after reports whether cursor a (rc2.<epoch>.<seq>.<fact>.<fingerprint>,
+// or rc1.<epoch>.<seq>.<fact>) is past b in the same epoch.
 func after(a, b string) bool {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	if len(pa) != 4 || len(pb) != 4 || pa[1] != pb[1] {
+	if len(pa) < 4 || len(pb) < 4 || pa[1] != pb[1] {
 		return false
 	}
 	num := func(s string) uint64 { n, _ := strconv.ParseUint(s, 10, 64); return n }
@@ -618,6 +642,47 @@ func (e *env) runNode(name string, b block) {
 	line, err := firstLine(cmd, cancel)
 	if err != nil {
 		e.t.Errorf("%s: the Node snippet: %v\nstderr:\n%s\nthe program:\n%s", name, err, stderr.String(), text)
+		return
+	}
+	if m := bigintLiteral.FindString(line); m != "" {
+		e.t.Errorf("%s: the Node snippet printed a bigint as %q (console.log of a bigint): print seqs with String(…)\n%s", name, strings.TrimSpace(m), line)
+	}
+	e.t.Logf("%s ok (stopped at its first line): %s", name, line)
+}
+
+// bigintLiteral is how console.log prints a bigint, 12n: a README snippet
+// prints seqs as a person reads them (String(item.seq): 12).
+var bigintLiteral = regexp.MustCompile(`(^|[\s\[{(,:])[0-9]+n($|[\s\]}),])`)
+
+// runPython runs the block with python3, `import ringcast` being the
+// client's sources, and stops it at its first line of output.
+func (e *env) runPython(name string, b block) {
+	e.t.Helper()
+	py := e.python()
+	if _, err := os.Stat(py); err != nil {
+		e.t.Fatalf("%s: no %s: install Debian's python3 with the client's packages (go tool task deps:python)", name, debianPython)
+	}
+	dir := filepath.Join(e.work, "pysnippet")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	text := rewrite(strings.Join(b.text, "\n"), e.srv.addr)
+	file := filepath.Join(dir, fmt.Sprintf("snippet_%d.py", b.line))
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, file)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(e.root, "clients", "python", "src"), "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	line, err := firstLine(cmd, cancel)
+	if err != nil {
+		e.t.Errorf("%s: the Python snippet: %v\nstderr:\n%s\nthe program:\n%s", name, err, stderr.String(), text)
 		return
 	}
 	e.t.Logf("%s ok (stopped at its first line): %s", name, line)

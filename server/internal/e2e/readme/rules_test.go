@@ -77,3 +77,21 @@ func TestRewriteAndStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestBigintLiteral: what console.log prints for a bigint (12n) is caught,
+// not a decimal or a word ending in n.
+func TestBigintLiteral(t *testing.T) {
+	for line, want := range map[string]bool{
+		"12n 0 true gauge.note { text: 'hi' }": true,
+		"[ 3n, 4n ]":                           true,
+		"seq: 7n,":                             true,
+		"12 0 true gauge.note { text: 'hi' }":  false,
+		"{ text: 'lane 4n' }":                  false,
+		"{ text: 'run' } 2026n-":               false,
+		"g-014n":                               false,
+	} {
+		if got := bigintLiteral.MatchString(line); got != want {
+			t.Errorf("%q: matched %v, want %v", line, got, want)
+		}
+	}
+}

@@ -50,8 +50,8 @@ type Options struct {
 	// is left to the caller (protojson on a helper goroutine), which keeps
 	// this encoder's stack use small and bounded.
 	MaxDepth int
-	// OmitPosition leaves out seq and instanceEpoch, for a face that
-	// carries them elsewhere (the SSE id).
+	// OmitPosition leaves out seq, instanceEpoch and fingerprint, for a
+	// face that carries them elsewhere (the SSE id).
 	OmitPosition bool
 }
 
@@ -83,6 +83,10 @@ func (o Options) appendResponse(b []byte, r *ringcastv1.SubscribeEventsResponse)
 	}
 	if !w.timestamp("eventTime", r.EventTime) {
 		return nil, false
+	}
+	if r.Fingerprint != 0 && !o.OmitPosition {
+		w.name("fingerprint")
+		w.b = strconv.AppendUint(w.b, uint64(r.Fingerprint), 10)
 	}
 	switch e := r.Event.(type) {
 	case *ringcastv1.SubscribeEventsResponse_Commit:

@@ -35,6 +35,7 @@ var codes = [...]struct {
 	{hub.ErrInvalidRequest, connect.CodeInvalidArgument, ""},
 	{hub.ErrTooManyKeys, connect.CodeInvalidArgument, ""},
 	{hub.ErrNoKey, connect.CodeInvalidArgument, ""},
+	{hub.ErrCommitTooLarge, connect.CodeInvalidArgument, ""}, // permanent: the store's max_payload, named in bytes
 	{hub.ErrKeyReused, connect.CodeAlreadyExists, ""},
 	{hub.ErrDedupeFull, connect.CodeResourceExhausted, ""}, // with Retry-After (limit.Exhausted)
 	{hub.ErrDraining, connect.CodeUnavailable, ""},

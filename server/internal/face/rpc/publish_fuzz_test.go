@@ -207,14 +207,14 @@ func sseMessage(id, data string) (*ringcastv1.SubscribeEventsResponse, error) {
 	if err := protojson.Unmarshal([]byte(data), &m); err != nil {
 		return nil, err
 	}
-	if m.Seq != 0 || m.InstanceEpoch != 0 {
+	if m.Seq != 0 || m.InstanceEpoch != 0 || m.Fingerprint != 0 {
 		return nil, fmt.Errorf("event %s repeats its position in its data", id)
 	}
-	epoch, seq, err := sse.ParseLastEventID(id)
+	epoch, seq, fp, err := sse.ParseLastEventID(id)
 	if err != nil {
 		return nil, err
 	}
-	m.Seq, m.InstanceEpoch = seq, epoch
+	m.Seq, m.InstanceEpoch, m.Fingerprint = seq, epoch, fp
 	return &m, nil
 }
 
@@ -225,20 +225,20 @@ func sseCommitData(t *testing.T, hc *http.Client, base string, cur ringcast.Curs
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events", nil)
-	req.Header.Set("Last-Event-ID", sse.FormatID(cur.Epoch, cur.Seq))
+	req.Header.Set("Last-Event-ID", sse.FormatID(cur.Epoch, cur.Seq, cur.Fingerprint))
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	id = sse.FormatID(cur.Epoch, cur.Seq+1)
+	id = sse.FormatID(cur.Epoch, cur.Seq+1, 0)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<22)
 	found := false
 	for sc.Scan() {
 		line := sc.Text()
-		if line == "id: "+id {
-			found = true
+		if line == "id: "+id || strings.HasPrefix(line, "id: "+id+"-") {
+			id, found = strings.TrimPrefix(line, "id: "), true
 			continue
 		}
 		if data, ok := strings.CutPrefix(line, "data: "); found && ok {

@@ -43,8 +43,8 @@ func eventName(r *ringcastv1.SubscribeEventsResponse) string {
 	return ""
 }
 
-// positionedJSON writes a positioned response's data: its id carries seq
-// and instanceEpoch.
+// positionedJSON writes a positioned response's data: its id carries seq,
+// instanceEpoch and fingerprint.
 var positionedJSON = eventjson.Options{MaxDepth: eventjson.OnStack.MaxDepth, OmitPosition: true}
 
 // dataJSON is how eventjson writes a frame's data line.
@@ -59,7 +59,7 @@ func dataJSON(positioned bool) eventjson.Options {
 // positioned response (seq > 0), its event name and one data line holding
 // the response in protobuf JSON — the message a Connect JSON client
 // receives (lowerCamel field names, 64-bit integers as strings, enums by
-// name), less seq and instanceEpoch when the id carries them
+// name), less seq, instanceEpoch and fingerprint when the id carries them
 // (docs/sse.md, "The data line"). It returns nil for responses without an
 // event name.
 //
@@ -103,7 +103,7 @@ func sizedFrame(r *ringcastv1.SubscribeEventsResponse, size int) ([]byte, error)
 }
 
 // frameOverhead is the room an SSE frame takes beyond its data line's JSON:
-// "id: ", the id (up to 16+1+20 bytes), "\nevent: ", the name, "\ndata: ",
+// "id: ", the id (up to 16+1+20+1+8 bytes), "\nevent: ", the name, "\ndata: ",
 // and "\n\n".
 const frameOverhead = 64
 
@@ -116,7 +116,7 @@ func appendFrame(b []byte, r *ringcastv1.SubscribeEventsResponse) ([]byte, error
 	positioned := r.GetSeq() > 0
 	if positioned {
 		b = append(b, "id: "...)
-		b = AppendID(b, r.GetInstanceEpoch(), r.GetSeq())
+		b = AppendID(b, r.GetInstanceEpoch(), r.GetSeq(), r.GetFingerprint())
 		b = append(b, '\n')
 	}
 	b = append(b, "event: "...)
@@ -132,7 +132,7 @@ func appendFrame(b []byte, r *ringcastv1.SubscribeEventsResponse) ([]byte, error
 			// The response may be shared with other streams and faces:
 			// leave it as it is.
 			m = proto.CloneOf(r)
-			m.Seq, m.InstanceEpoch = 0, 0
+			m.Seq, m.InstanceEpoch, m.Fingerprint = 0, 0, 0
 		}
 		raw, err := protojson.Marshal(m)
 		if err != nil {

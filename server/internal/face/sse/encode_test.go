@@ -111,7 +111,7 @@ func TestPositionInTheIDOnly(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			orig := proto.Clone(r)
 			f := mustFrame(t, r)
-			if got, want := idLine(f), FormatID(docEpoch, r.GetSeq()); got != want {
+			if got, want := idLine(f), FormatID(docEpoch, r.GetSeq(), r.GetFingerprint()); got != want {
 				t.Errorf("id %q, want %q", got, want)
 			}
 			d := dataLine(t, f)
@@ -165,7 +165,7 @@ func TestCommitFrameSize(t *testing.T) {
 	if !ok {
 		t.Fatal("commit not encoded by eventjson")
 	}
-	before := "id: " + FormatID(docEpoch, 42) + "\nevent: commit\ndata: " + string(data) + "\n\n"
+	before := "id: " + FormatID(docEpoch, 42, 0) + "\nevent: commit\ndata: " + string(data) + "\n\n"
 	const position = `"seq":"42","instanceEpoch":"10088558349218437891",`
 	if len(before)-len(after) != len(position) {
 		t.Errorf("frame %d bytes with the position in its data, %d without; want %d fewer", len(before), len(after), len(position))

@@ -264,8 +264,8 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 		req.SinceTime = time.Time{}
 	}
 	if lastID != "" {
-		epoch, seq, perr := ParseLastEventID(lastID)
-		req.Epoch, req.SinceSeq, req.MalformedCursor = epoch, seq, perr != nil
+		epoch, seq, fp, perr := ParseLastEventID(lastID)
+		req.Epoch, req.SinceSeq, req.SinceFingerprint, req.MalformedCursor = epoch, seq, fp, perr != nil
 	}
 
 	hd := w.Header()

@@ -26,8 +26,12 @@ const waitFor = 10 * time.Second
 
 // event is one parsed SSE block: an event (Name, ID, Data), a comment, or
 // a retry hint. end marks the end of the response.
+// event is one SSE event as read. ID is its id less the fingerprint (the
+// position, as id(h, seq) spells it) and FullID the id as sent; every id
+// of a commit, progress or status carries a fingerprint (read checks it).
 type event struct {
 	ID, Name, Data string
+	FullID         string
 	Comment        string
 	Retry          string
 	end            bool
@@ -115,7 +119,12 @@ func (s *stream) read() {
 		value = strings.TrimPrefix(value, " ")
 		switch field {
 		case "id":
-			ev.ID = value
+			ev.FullID, ev.ID = value, value
+			if ep, seq, fp, err := sse.ParseLastEventID(value); err == nil && fp != 0 {
+				ev.ID = sse.FormatID(ep, seq, 0)
+			} else {
+				ev.ID = "no fingerprint: " + value // fails every comparison with id(h, seq)
+			}
 		case "event":
 			ev.Name = value
 		case "data":
@@ -213,14 +222,14 @@ func decode(t *testing.T, ev event) *ringcastv1.SubscribeEventsResponse {
 	if ev.ID == "" {
 		return &m
 	}
-	if m.Seq != 0 || m.InstanceEpoch != 0 {
+	if m.Seq != 0 || m.InstanceEpoch != 0 || m.Fingerprint != 0 {
 		t.Fatalf("event %q with id %q repeats its position in its data: %s", ev.Name, ev.ID, ev.Data)
 	}
-	epoch, seq, err := sse.ParseLastEventID(ev.ID)
+	epoch, seq, fp, err := sse.ParseLastEventID(ev.FullID)
 	if err != nil {
 		t.Fatalf("event %q: id %q: %v", ev.Name, ev.ID, err)
 	}
-	m.Seq, m.InstanceEpoch = seq, epoch
+	m.Seq, m.InstanceEpoch, m.Fingerprint = seq, epoch, fp
 	return &m
 }
 
@@ -239,7 +248,9 @@ func publish(t *testing.T, h *hub.Hub, topics ...string) uint64 {
 	return r.Seq
 }
 
-func id(h *hub.Hub, seq uint64) string { return sse.FormatID(h.Epoch(), seq) }
+// id is the Last-Event-ID of seq without a fingerprint (served by its
+// epoch and seq alone).
+func id(h *hub.Hub, seq uint64) string { return sse.FormatID(h.Epoch(), seq, 0) }
 
 // waitOldest waits until the server reports oldest as the first servable
 // seq. A durable store's first seq moves as the stream's limits discard

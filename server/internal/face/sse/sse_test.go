@@ -188,7 +188,7 @@ func TestUnresumableIDs(t *testing.T) {
 			{"other epoch", ringcastv1.Reason_REASON_EPOCH_MISMATCH, func(t *testing.T, srv *ringtest.Server) string {
 				seq := publish(t, srv.Hub(), "a/1")
 				if store.Durable { // a restart keeps the stream's epoch (TestResumeAfterRestart)
-					return sse.FormatID(srv.Hub().Epoch()^1, seq)
+					return sse.FormatID(srv.Hub().Epoch()^1, seq, 0)
 				}
 				stale := id(srv.Hub(), seq)
 				srv.Restart()
@@ -198,6 +198,15 @@ func TestUnresumableIDs(t *testing.T) {
 			{"ahead", ringcastv1.Reason_REASON_CURSOR_AHEAD, func(t *testing.T, srv *ringtest.Server) string {
 				seq := publish(t, srv.Hub(), "a/1")
 				return id(srv.Hub(), seq+5)
+			}},
+			{"another log's commit", ringcastv1.Reason_REASON_COMMIT_MISMATCH, func(t *testing.T, srv *ringtest.Server) string {
+				seq := publish(t, srv.Hub(), "a/1")
+				publish(t, srv.Hub(), "a/1")
+				ep, at, fp, err := sse.ParseLastEventID(fullID(t, srv, seq))
+				if err != nil || at != seq || fp == 0 {
+					t.Fatalf("id of %d: %d %08x %v", seq, at, fp, err)
+				}
+				return sse.FormatID(ep, seq, fp^1) // the seq of this epoch, another commit
 			}},
 			{"malformed", ringcastv1.Reason_REASON_MALFORMED_CURSOR, func(t *testing.T, srv *ringtest.Server) string {
 				publish(t, srv.Hub(), "a/1")
@@ -240,6 +249,41 @@ func TestUnresumableIDs(t *testing.T) {
 					t.Errorf("live id = %q, want %q", ev.ID, id(h, seq))
 				}
 			})
+		}
+	})
+}
+
+// fullID is the id, fingerprint included, that /events sends for seq.
+func fullID(t *testing.T, srv *ringtest.Server, seq uint64) string {
+	t.Helper()
+	s := open(t, srv.URL, "", "")
+	for _, ev := range s.untilCaughtUp() {
+		if ev.ID == id(srv.Hub(), seq) {
+			s.cancel()
+			return ev.FullID
+		}
+	}
+	t.Fatalf("no event of seq %d before caught-up", seq)
+	return ""
+}
+
+// TestIDNamesItsCommit: an id carries the fingerprint of the commit at its
+// seq (the same on a reconnect), and a Last-Event-ID with it resumes as one
+// without it does; only one with another fingerprint is a gap
+// (TestUnresumableIDs).
+func TestIDNamesItsCommit(t *testing.T) {
+	forEachStore(t, func(t *testing.T, store ringtest.Store) {
+		srv := store.Start(t, ringtest.Config())
+		h := srv.Hub()
+		a, b := publish(t, h, "a/1"), publish(t, h, "a/1")
+		full := fullID(t, srv, a)
+		if full != fullID(t, srv, a) || full == id(h, a) {
+			t.Fatalf("id of %d: %q, want one with a fingerprint, the same every time", a, full)
+		}
+		s := open(t, srv.URL, "", full)
+		snap := s.untilCaughtUp()
+		if got := snap[len(snap)-1]; got.Name != sse.EventCommit || got.ID != id(h, b) {
+			t.Fatalf("resume from %s: %v, want commit %d then caught-up", full, snap, b)
 		}
 	})
 }

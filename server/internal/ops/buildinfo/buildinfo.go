@@ -5,9 +5,14 @@
 package buildinfo
 
 import (
+	"regexp"
 	"runtime/debug"
 	"strings"
 )
+
+// releaseTag is a release version: v1.2.3 or v1.2.3-rc.1 (a
+// pseudo-version matches too, and names its revision anyway).
+var releaseTag = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
 
 // Info is the identity of the running binary.
 type Info struct {
@@ -56,10 +61,14 @@ func fromBuildInfo(bi *debug.BuildInfo) Info {
 
 // String is the one-line form used by `ringcast version`, ServerStatus and
 // metrics: the version, then the revision when the build was stamped and the
-// version does not already name it, e.g. "v1.2.0 (rev 0123456789ab)",
-// "v0.0.0-20261130120000-0123456789ab+dirty" or "(devel)".
+// version does not already name it, e.g. "v1.2.0",
+// "v0.0.0-20261130120000-0123456789ab+dirty", "(devel) (rev
+// 0123456789ab)" or "(devel)". A release tag of a clean tree names its
+// commit, so `go build` of a tagged commit says "v1.2.0", as the release
+// binaries stamped with that version (tools/release) and `go install
+// …@v1.2.0` do: one version string per build.
 func (in Info) String() string {
-	if in.Revision == "" {
+	if in.Revision == "" || (releaseTag.MatchString(in.Version) && !in.Modified) {
 		return in.Version
 	}
 	short := in.Revision

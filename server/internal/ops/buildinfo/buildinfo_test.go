@@ -19,7 +19,9 @@ func TestStringForms(t *testing.T) {
 		bi   debug.BuildInfo
 		want string
 	}{
-		{"tagged", debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}, Settings: settings(rev, false)}, "v1.2.0 (rev 0123456789ab)"},
+		{"tagged", debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}, Settings: settings(rev, false)}, "v1.2.0"},
+		{"tagged pre-release", debug.BuildInfo{Main: debug.Module{Version: "v1.2.0-rc.1"}, Settings: settings(rev, false)}, "v1.2.0-rc.1"},
+		{"tagged, dirty", debug.BuildInfo{Main: debug.Module{Version: "v1.2.0+dirty"}, Settings: settings(rev, true)}, "v1.2.0+dirty (rev 0123456789ab-dirty)"},
 		{"pseudo-version names the revision", debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261130120000-0123456789ab+dirty"}, Settings: settings(rev, true)}, "v0.0.0-20261130120000-0123456789ab+dirty"},
 		{"devel with revision", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: settings(rev, true)}, "(devel) (rev 0123456789ab-dirty)"},
 		{"unstamped", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "(devel)"},

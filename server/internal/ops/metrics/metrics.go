@@ -20,6 +20,7 @@ import (
 var Outcomes = []hub.Outcome{
 	hub.OutcomeNew, hub.OutcomeResumed, hub.OutcomeTooOld, hub.OutcomeAhead,
 	hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange, hub.OutcomeMalformedCursor,
+	hub.OutcomeCommitMismatch,
 }
 
 // Metrics holds one server's collectors and registry. It implements
@@ -57,7 +58,7 @@ func New(faces ...string) *Metrics {
 		reg: prometheus.NewRegistry(),
 		subscribes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringcast_subscribes_total",
-			Help: "Streams opened, by face (connect, sse) and outcome (new, resumed, too_old, ahead, epoch_mismatch, fact_out_of_range, malformed_cursor).",
+			Help: "Streams opened, by face (connect, sse) and outcome (new, resumed, too_old, ahead, epoch_mismatch, fact_out_of_range, malformed_cursor, commit_mismatch).",
 		}, []string{"face", "outcome"}),
 		lagged: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringcast_lagging_cutoffs_total",

@@ -52,6 +52,9 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 	if err := l.checkAtomic(ctx); err != nil {
 		return nil, err
 	}
+	if err := l.refuseUnbooked(); err != nil {
+		return nil, err
+	}
 	rs := make([]hub.Receipt, len(commits))
 	done := make([]bool, len(commits)) // rs[i] is known: a duplicate
 	repeat := make(map[int]int)        // commit index -> earlier commit with its key

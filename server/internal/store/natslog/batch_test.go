@@ -66,7 +66,7 @@ func TestPublishBatchOnJetStreamIsOrderedAndDeduplicatedOneByOne(t *testing.T) {
 	l := openLog(t, nc, natslog.Options{})
 	h := newHub(t, l, 64)
 	old := publish(t, h, "old", fact("t", "", 0))
-	batch := []hub.Commit{commit("new", 1), commit("old", 2), commit("", 3), commit("new", 4), commit("", 5)}
+	batch := []hub.Commit{commit("new", 1), commit("old", 0), commit("", 3), commit("new", 1), commit("", 5)}
 	rs := publishBatch(t, h, batch...)
 	want := []hub.Receipt{
 		{Seq: 2, Time: rs[0].Time},
@@ -108,7 +108,7 @@ func TestPublishBatchOnJetStreamIsOrderedAndDeduplicatedOneByOne(t *testing.T) {
 		t.Fatalf("a retried batch appended: last seq %d, want %d", lastSeq(t, l), head)
 	}
 	// Some keys seen, some new: the new ones are appended, in order.
-	mixed := publishBatch(t, h, commit("d", 13), commit("b", 14), commit("e", 15), commit("", 16))
+	mixed := publishBatch(t, h, commit("d", 13), commit("b", 11), commit("e", 15), commit("", 16))
 	if mixed[0].Seq != head+1 || mixed[0].Duplicate || !mixed[1].Duplicate || mixed[1].Seq != first[1].Seq ||
 		mixed[2].Seq != head+2 || mixed[2].Duplicate || mixed[3].Seq != head+3 || mixed[3].Duplicate {
 		t.Fatalf("mixed batch receipts %+v, want %d, dup %d, %d, %d", mixed, head+1, first[1].Seq, head+2, head+3)
@@ -120,7 +120,9 @@ func TestPublishBatchOnJetStreamIsOrderedAndDeduplicatedOneByOne(t *testing.T) {
 
 // TestPublishBatchOnJetStreamIsAllOrNone: a batch one of whose commits
 // JetStream refuses (larger than the stream's message limit) appends none
-// of them; concurrent batches never interleave.
+// of them, and is refused as too large (a permanent refusal, not
+// unavailable), wherever the commit is in the batch; concurrent batches
+// never interleave.
 func TestPublishBatchOnJetStreamIsAllOrNone(t *testing.T) {
 	_, nc := embedded(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -141,8 +143,8 @@ func TestPublishBatchOnJetStreamIsAllOrNone(t *testing.T) {
 	for _, at := range []int{0, 1, 2} { // first, middle, the commit message
 		batch := []hub.Commit{commit("x", 1), commit("", 2), commit("", 3)}
 		batch[at] = big
-		if _, err := h.PublishBatch(ctx, batch); !errors.Is(err, hub.ErrUnavailable) {
-			t.Fatalf("batch with a too large commit at %d: err %v, want ErrUnavailable", at, err)
+		if _, err := h.PublishBatch(ctx, batch); !errors.Is(err, hub.ErrCommitTooLarge) || errors.Is(err, hub.ErrUnavailable) {
+			t.Fatalf("batch with a too large commit at %d: err %v, want ErrCommitTooLarge", at, err)
 		}
 		if n := lastSeq(t, l); n != 0 {
 			t.Fatalf("batch with a too large commit at %d appended: last seq %d", at, n)
@@ -267,7 +269,7 @@ func TestARetriedBatchReadsTheWindowOnlyAsFarAsItsKeys(t *testing.T) {
 	}
 	recent := publish(t, h, "recent", fact("t", "", 1))
 	gets, _ := l.DirectGets()
-	rs := publishBatch(t, h, commit("recent", 2), commit("new1", 3))
+	rs := publishBatch(t, h, commit("recent", 1), commit("new1", 3))
 	if !rs[0].Duplicate || rs[0].Seq != recent.Seq || rs[1].Duplicate || rs[1].Seq != recent.Seq+1 {
 		t.Fatalf("receipts %+v, want a duplicate of %d and %d", rs, recent.Seq, recent.Seq+1)
 	}
@@ -276,7 +278,7 @@ func TestARetriedBatchReadsTheWindowOnlyAsFarAsItsKeys(t *testing.T) {
 	}
 	gets, _ = l.DirectGets()
 	head := lastSeq(t, l)
-	rs = publishBatch(t, h, commit("new2", 4), commit("deep", 5))
+	rs = publishBatch(t, h, commit("new2", 4), commit("deep", 0))
 	if rs[0].Duplicate || rs[0].Seq != recent.Seq+2 || !rs[1].Duplicate || rs[1].Seq != deep.Seq || !rs[1].Time.Equal(deep.Time) {
 		t.Fatalf("receipts %+v, want %d and a duplicate of %+v", rs, recent.Seq+2, deep)
 	}

@@ -126,12 +126,12 @@ func TestContractOnEveryStore(t *testing.T) {
 
 		// The same resume over SSE, by Last-Event-ID (once per store).
 		if p == ringcast.ProtocolConnect {
-			ids := sseUntil(t, srv.URL, sse.FormatID(epoch, seqs[1]), sse.FormatID(epoch, next))
+			ids := sseUntil(t, srv.URL, sse.FormatID(epoch, seqs[1], 0), sse.FormatID(epoch, next, 0))
 			var wantIDs []string
 			for _, s := range want {
-				wantIDs = append(wantIDs, sse.FormatID(epoch, s))
+				wantIDs = append(wantIDs, sse.FormatID(epoch, s, 0))
 			}
-			if fmt.Sprint(ids) != fmt.Sprint(wantIDs) {
+			if fmt.Sprint(positions(ids)) != fmt.Sprint(wantIDs) {
 				t.Fatalf("SSE resume after %d: ids %v, want %v", seqs[1], ids, wantIDs)
 			}
 		}
@@ -148,7 +148,7 @@ func TestContractOnEveryStore(t *testing.T) {
 
 		// Idempotent publish.
 		r1 := rpcPublish(t, c, "once", fact("g/b", "b", 1))
-		r2 := rpcPublish(t, c, "once", fact("g/b", "b", 2))
+		r2 := rpcPublish(t, c, "once", fact("g/b", "b", 1))
 		if r1.Duplicate || !r2.Duplicate || r2.Seq != r1.Seq || !r2.EventTime.AsTime().Equal(r1.EventTime.AsTime()) {
 			t.Fatalf("receipts %v then %v, want the second a duplicate of the first", r1, r2)
 		}
@@ -191,7 +191,7 @@ func TestRestartKeepsCursorsOnDurableStores(t *testing.T) {
 		if srv.Hub().Epoch() != epoch || !equal(commits, seqs[2:]) {
 			t.Fatalf("after restart: epoch %x (was %x), commits %v, want %v", srv.Hub().Epoch(), epoch, commits, seqs[2:])
 		}
-		if r := rpcPublish(t, c, "kc", fact("g/a", "k", 99)); !r.Duplicate || r.Seq != seqs[2] {
+		if r := rpcPublish(t, c, "kc", fact("g/a", "k", 2)); !r.Duplicate || r.Seq != seqs[2] {
 			t.Fatalf("retried key after restart: %v, want a duplicate of seq %d", r, seqs[2])
 		}
 	})
@@ -199,6 +199,16 @@ func TestRestartKeepsCursorsOnDurableStores(t *testing.T) {
 
 // sseUntil opens /events on base with Last-Event-ID lastID and returns the
 // ids of the commit frames up to and including wantID.
+// positions is ids less their fingerprints.
+func positions(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		ep, seq, _, _ := sse.ParseLastEventID(id)
+		out = append(out, sse.FormatID(ep, seq, 0))
+	}
+	return out
+}
+
 func sseUntil(t *testing.T, base, lastID, wantID string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -226,7 +236,9 @@ func sseUntil(t *testing.T, base, lastID, wantID string) []string {
 			}
 			if event == sse.EventCommit {
 				ids = append(ids, id)
-				if id == wantID {
+				if ep, seq, fp, err := sse.ParseLastEventID(id); err != nil || fp == 0 {
+					t.Fatalf("commit id %q: %v, or no fingerprint", id, err)
+				} else if sse.FormatID(ep, seq, 0) == wantID {
 					return ids
 				}
 			}
@@ -272,13 +284,22 @@ func TestCursorFromOneReplicaResumesOnAnother(t *testing.T) {
 					t.Fatalf("resume after %d: commits %v, want %v then CaughtUp", seqs[0], commits, seqs[1:])
 				}
 			}
-			ids := sseUntil(t, b.URL, sse.FormatID(epoch, seqs[0]), sse.FormatID(epoch, seqs[5]))
+			ids := sseUntil(t, b.URL, sse.FormatID(epoch, seqs[0], 0), sse.FormatID(epoch, seqs[5], 0))
 			var want []string
 			for _, s := range seqs[1:] {
-				want = append(want, sse.FormatID(epoch, s))
+				want = append(want, sse.FormatID(epoch, s, 0))
 			}
-			if fmt.Sprint(ids) != fmt.Sprint(want) {
+			if fmt.Sprint(positions(ids)) != fmt.Sprint(want) {
 				t.Fatalf("SSE on B after A's id %d: %v, want %v", seqs[0], ids, want)
+			}
+			// Each commit's fingerprint is the same on both replicas: A's
+			// ids, fingerprints included, resume on B.
+			idsA := sseUntil(t, a.URL, sse.FormatID(epoch, seqs[0], 0), sse.FormatID(epoch, seqs[5], 0))
+			if fmt.Sprint(idsA) != fmt.Sprint(ids) {
+				t.Fatalf("SSE ids with fingerprints: A %v, B %v", idsA, ids)
+			}
+			if got := sseUntil(t, b.URL, idsA[0], sse.FormatID(epoch, seqs[5], 0)); fmt.Sprint(got) != fmt.Sprint(ids[1:]) {
+				t.Fatalf("SSE on B after A's id %s: %v, want %v", idsA[0], got, ids[1:])
 			}
 		})
 	}

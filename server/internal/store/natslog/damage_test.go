@@ -177,8 +177,8 @@ func TestADamagedEmbeddedStoreIsNotServedUnderItsEpoch(t *testing.T) {
 				// lose a commit the NATS server acknowledged after the
 				// recovery: ringcast must then stop rather than serve on.
 				lost := false
-				pub := func(key string, n int) hub.Receipt {
-					r, err := h.Publish([]*ringcastv1.Fact{fact("t", "", n)}, key)
+				pub := func(key string, f *ringcastv1.Fact) hub.Receipt {
+					r, err := h.Publish([]*ringcastv1.Fact{f}, key)
 					if err == nil {
 						return r
 					}
@@ -194,15 +194,16 @@ func TestADamagedEmbeddedStoreIsNotServedUnderItsEpoch(t *testing.T) {
 					}
 					return hub.Receipt{}
 				}
-				r := pub("", 21)
+				r := pub("", fact("t", "", 21))
 				if !lost && (r.Seq <= 20 || r.Epoch != recovered) {
 					t.Fatalf("new commit: receipt %+v; want a seq above 20 under epoch %x", r, recovered)
 				}
-				for _, k := range []string{"k5", "k15"} {
+				for _, n := range []int{5, 15} {
 					if lost {
 						break
 					}
-					again := pub(k, 99)
+					k := fmt.Sprintf("k%d", n)
+					again := pub(k, markedFact(n)) // a retry: the same facts
 					if !lost && (again.Epoch != recovered || (!again.Duplicate && again.Seq <= r.Seq)) {
 						t.Fatalf("retry of %s: receipt %+v; want the new epoch %x and, appended again, a new seq", k, again, recovered)
 					}

@@ -33,7 +33,9 @@ var (
 // answer for the stream, or the stream has no leader) or ErrStoreFull (the
 // stream discards new commits and is at its message limit or within one
 // average commit of its byte limit, or the account's storage limit is
-// reached). It asks JetStream (one or two requests); a full store that
+// reached), or a BookkeepingError (wrapping ErrStoreUnavailable: the
+// stream's record is gone or unreadable, and commits are refused until it
+// reads back). It asks JetStream (up to three requests); a full store that
 // discards old commits is never full.
 func (l *Log) Available(ctx context.Context) error {
 	info, err := l.Info(ctx)
@@ -67,7 +69,8 @@ func (l *Log) Available(ctx context.Context) error {
 	if max := ai.Limits.MaxStore; max > 0 && ai.Store >= uint64(max) {
 		return fmt.Errorf("%w: the JetStream account stores %d of its %d bytes", ErrStoreFull, ai.Store, max)
 	}
-	return nil
+	// A store whose bookkeeping is lost takes no commits (bookkeeping.go).
+	return l.checkRecord(ctx)
 }
 
 // StoreUsed is the storage the JetStream account uses now, in bytes: a

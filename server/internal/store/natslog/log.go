@@ -13,7 +13,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -27,6 +26,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/epoch"
+	"github.com/ringcast/ringcast/server/internal/core/fingerprint"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/settings"
 )
@@ -67,11 +67,19 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives lifecycle logs. Default: discard.
 	Logger *slog.Logger
-	// Recover makes Open serve a damaged stream (see DamagedError) under a
-	// new epoch, logged at Warn, instead of refusing it. Open then first
-	// reads every commit and removes those whose bytes do not match their
-	// checksum (holes the new epoch accepts).
+	// Recover makes Open serve the stream under a new epoch, logged at
+	// Warn: a damaged stream (see DamagedError) instead of refusing it, and
+	// a whole one too (a restored copy of an older store, whose seqs would
+	// otherwise be given again to other commits under the old epoch). Open
+	// then first reads every commit and removes those whose bytes do not
+	// match their checksum (holes the new epoch accepts). Every Open with
+	// Recover starts another epoch: use it for one start after a restore
+	// or damage, not on every start.
 	Recover bool
+	// LargestCommit is the largest commit, in bytes, the server's request
+	// limits allow (hub.MaxCommitBytes). Open logs at Warn when the NATS
+	// server's max_payload cannot carry it. 0: no check.
+	LargestCommit int
 }
 
 func (o Options) withDefaults() Options {
@@ -135,6 +143,9 @@ type Log struct {
 	markMu                 sync.Mutex
 	cached                 record // guarded by markMu, at revision rev (0: read again)
 	rev                    uint64
+	// bookErr is set while the record is known to be lost (bookkeeping.go):
+	// commits are refused before they reach the stream.
+	bookErr atomic.Pointer[BookkeepingError]
 }
 
 // saw records that the stream holds seq.
@@ -214,6 +225,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	}
 	l.info = info.Config
 	l.saw(info.State.LastSeq)
+	l.warnPayload()
 	opts.Logger.Info("JetStream stream",
 		"stream", info.Config.Name, "epoch", epoch.Format(l.epoch), "created", info.Created,
 		"replicas", info.Config.Replicas, "max_bytes", info.Config.MaxBytes, "max_age", info.Config.MaxAge,
@@ -282,6 +294,9 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	if err != nil {
 		return hub.Receipt{}, err
 	}
+	if err := l.refuseUnbooked(); err != nil {
+		return hub.Receipt{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
 	known := l.head.Load()
@@ -327,6 +342,11 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 		m.Header.Set(traceparentHeader, c.Traceparent)
 	}
 	m.Header.Set(sumHeader, checksum(data, c.Traceparent))
+	// An atomic batch's headers (batch.go) take a few bytes more: within
+	// HeaderRoom, and the NATS client refuses the rest as nats.ErrMaxPayload.
+	if err := l.fits(m.Size()); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -359,32 +379,33 @@ const traceparentHeader = "traceparent"
 // when it is read, even where the NATS server does not check its own.
 const sumHeader = "Ringcast-Sum"
 
-// checksum is the CRC-32C of a commit message's payload and traceparent,
-// in hex.
+// checksum is the CRC-32C of a commit message's payload and traceparent
+// (fingerprint.Sum), in hex.
 func checksum(data []byte, traceparent string) string {
-	h := crc32.New(castagnoli)
-	_, _ = h.Write(data)
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(traceparent))
-	return strconv.FormatUint(uint64(h.Sum32()), 16)
+	return formatSum(fingerprint.Sum(data, traceparent))
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+func formatSum(sum uint32) string { return strconv.FormatUint(uint64(sum), 16) }
 
 // decode turns a stored commit message into the hub's event. A message
 // whose checksum does not match, or that does not decode, is an error
 // wrapping hub.ErrLogDamaged. A message without a checksum (stored before
 // commits carried one, or by an older replica) is taken as it is.
+//
+// The event's fingerprint is fingerprint.Of(the checksum), computed from
+// the stored bytes whether or not the message carries its checksum: every
+// replica and every restart derives the same one from the same commit.
 func (l *Log) decode(seq uint64, hdr nats.Header, data []byte) (*hub.Event, error) {
 	tp := hdr.Get(traceparentHeader)
-	if sum := hdr.Get(sumHeader); sum != "" && sum != checksum(data, tp) {
+	crc := fingerprint.Sum(data, tp)
+	if sum := hdr.Get(sumHeader); sum != "" && sum != formatSum(crc) {
 		return nil, &CorruptError{Stream: l.opts.Stream, Seq: seq}
 	}
 	var m ringcastv1.SubscribeEventsResponse
 	if err := proto.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: JetStream stream %q: the commit at seq %d does not decode: %w", hub.ErrLogDamaged, l.opts.Stream, seq, err)
 	}
-	return hub.NewCommitEvent(l.epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), tp), nil
+	return hub.NewStoredCommitEvent(l.epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), tp, fingerprint.Of(crc)), nil
 }
 
 // A CorruptError is the error of reading a commit whose bytes changed in
@@ -480,6 +501,21 @@ func (l *Log) checkSame(ctx context.Context) error {
 	return l.same(info)
 }
 
+// followBufferBytes is the least the ordered consumer of Follow buffers,
+// in bytes: it pulls by bytes rather than by count, so that a start-up
+// reads a stream of large commits at disk speed (pulls of 500 messages,
+// the client's default, read 900 KB commits at about 50 MB/s on a 2-core
+// machine, by bytes above 400 MB/s: BenchmarkStartUpRead,
+// docs/performance.md, "Start-up").
+const followBufferBytes = 64 << 20
+
+// followBuffer is Follow's pull buffer: followBufferBytes, and never less
+// than two of the largest messages the server takes (a buffer smaller than
+// a message stalls the consumer).
+func (l *Log) followBuffer() int {
+	return int(max(followBufferBytes, 2*l.nc.MaxPayload()))
+}
+
 // Follow implements hub.Log with an ordered consumer, which JetStream's
 // client recreates after connection losses at the position it reached —
 // by the stream's name, so on a stream deleted and created again too.
@@ -498,7 +534,7 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages()
+	it, err := cons.Messages(jetstream.PullMaxBytes(l.followBuffer()))
 	if err != nil {
 		return err
 	}

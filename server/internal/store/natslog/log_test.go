@@ -189,7 +189,7 @@ func TestJetStreamRestartKeepsEpochCursorsStateAndKeys(t *testing.T) {
 	if h.Epoch() != epoch {
 		t.Fatalf("epoch %x after restart, want %x", h.Epoch(), epoch)
 	}
-	again := publish(t, h, "k1", fact("g/a", "a", 99))
+	again := publish(t, h, "k1", fact("g/a", "a", 1), fact("g/b", "b", 1))
 	if !again.Duplicate || again.Seq != first.Seq || !again.Time.Equal(first.Time) {
 		t.Fatalf("retry after restart = %+v; want the original receipt %+v as a duplicate", again, first)
 	}

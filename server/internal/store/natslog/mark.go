@@ -67,7 +67,17 @@ type record struct {
 	First uint64 `json:"first"`
 	// Deleted is the holes a recovery accepted.
 	Deleted uint64 `json:"deleted"`
+	// Recovered is when Generation was last taken by a recovery (zero:
+	// never), so that the other replicas of a rollout started with
+	// Options.Recover take the same generation (see recoverGrace).
+	Recovered time.Time `json:"recovered,omitzero"`
 }
+
+// recoverGrace is how long after a recovery an Open with Options.Recover
+// of a whole stream takes that recovery's generation instead of a new one:
+// the other replicas of the rollout that recovered it. Past it, Recover on
+// a whole stream (a restored copy) starts another generation.
+const recoverGrace = 10 * time.Minute
 
 // epochOf is the epoch of a stream's generation: Epoch (name and creation
 // time) for generation 0, so that a stream never recovered keeps the epoch
@@ -192,7 +202,7 @@ func (l *Log) getRecord(ctx context.Context) (record, uint64, error) {
 	}
 	var r record
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return record{}, 0, fmt.Errorf("read %s/%s: %w", MetaBucket, l.key, err)
+		return record{}, e.Revision(), fmt.Errorf("read %s/%s: %w: %w", MetaBucket, l.key, errUnreadable, err)
 	}
 	return r, e.Revision(), nil
 }
@@ -215,7 +225,7 @@ func (l *Log) putRecord(ctx context.Context, r record, rev uint64) (uint64, erro
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("write %s/%s: %w", MetaBucket, l.key, err)
+		return 0, l.bookkeeping("cannot be written", err)
 	}
 	return nrev, nil
 }
@@ -252,19 +262,40 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 	st := info.State
 	for {
 		rec, rev, err := l.getRecord(ctx)
-		if err != nil {
+		unreadableRecord := errors.Is(err, errUnreadable)
+		if err != nil && !unreadableRecord {
 			return err
 		}
-		if rev == 0 || !rec.Created.Equal(info.Created) {
-			// No record of this stream: what it holds now is the baseline.
-			fresh := record{Created: info.Created, Generation: gen, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted)}
-			nrev, err := l.putRecord(ctx, fresh, rev)
-			if err != nil {
-				return err
-			} else if nrev == 0 {
-				continue
+		if unreadableRecord || rev == 0 || !rec.Created.Equal(info.Created) {
+			// No record of this stream.
+			if st.LastSeq > 0 || unreadableRecord {
+				// It holds commits: its bookkeeping is lost (bookkeeping.go).
+				why := "is missing"
+				switch {
+				case unreadableRecord:
+					why = "does not decode"
+				case rev != 0:
+					why = "is of another stream of that name"
+				}
+				next, nrev, err := l.rebuild(ctx, long, info, gen, rev, unreadable, why, bad)
+				if err != nil {
+					return err
+				} else if nrev == 0 {
+					continue
+				}
+				rec, rev, gen = next, nrev, next.Generation
+				bad = nil // the rebuild's new generation accepted them
+			} else {
+				// A stream that never held a commit: what it holds now is the baseline.
+				fresh := record{Created: info.Created, Generation: gen, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted)}
+				nrev, err := l.putRecord(ctx, fresh, rev)
+				if err != nil {
+					return err
+				} else if nrev == 0 {
+					continue
+				}
+				rec, rev = fresh, nrev
 			}
-			rec, rev = fresh, nrev
 		}
 		gen = max(gen, rec.Generation)
 		rec.Generation = gen
@@ -272,12 +303,18 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 		if len(bad) > 0 {
 			d = append(d, fmt.Sprintf("%d commits are corrupted or cannot be read (seqs %s)", len(bad), seqList(bad)))
 		}
-		if len(d) > 0 {
+		now := time.Now()
+		restored := len(d) == 0 && l.opts.Recover && !(now.After(rec.Recovered) && now.Sub(rec.Recovered) < recoverGrace)
+		if len(d) > 0 || restored {
+			// With Recover a stream is served under a new epoch whether
+			// it is damaged or whole: a restored copy of an older store
+			// looks whole, yet would give its seqs again to other commits
+			// (unless a replica recovered it moments ago: its generation).
 			if !l.opts.Recover {
 				return &DamagedError{Stream: l.opts.Stream, Epoch: epochOf(l.opts.Stream, info.Created, gen), Damage: d}
 			}
 			old := epochOf(l.opts.Stream, info.Created, gen)
-			next := record{Created: info.Created, Generation: gen + 1, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted) + unreadable}
+			next := record{Created: info.Created, Generation: gen + 1, Acked: st.LastSeq, First: st.FirstSeq, Deleted: uint64(st.NumDeleted) + unreadable, Recovered: now}
 			nrev, err := l.putRecord(ctx, next, rev)
 			if err != nil {
 				return err
@@ -285,12 +322,22 @@ func (l *Log) check(ctx, long context.Context, info *jetstream.StreamInfo) error
 				continue // another replica wrote first: check against its record
 			}
 			rec, rev, gen = next, nrev, next.Generation
-			l.opts.Logger.Warn("the JetStream stream is damaged; --store-recover: it is served under a NEW epoch, every consumer resyncs",
+			msg := "the JetStream stream is damaged; --store-recover: it is served under a NEW epoch, every consumer resyncs"
+			if len(d) == 0 {
+				msg = "--store-recover: the JetStream stream (restored, or recovered) is served under a NEW epoch, every consumer resyncs; start without --store-recover from now on"
+				d = append(d, "none found")
+			}
+			l.opts.Logger.Warn(msg,
 				"stream", l.opts.Stream, "damage", strings.Join(d, "; "),
 				"old_epoch", epoch.Format(old), "epoch", epoch.Format(epochOf(l.opts.Stream, info.Created, gen)),
 				"generation", gen, "first", st.FirstSeq, "last", st.LastSeq)
 		} else if st.FirstSeq > rec.First {
 			rec.First = st.FirstSeq // discarded by the limits
+		}
+		if again, err := l.verify(ctx, rec, rev); err != nil {
+			return err
+		} else if again {
+			continue
 		}
 		if err := l.setGeneration(ctx, info, gen); err != nil {
 			return err
@@ -424,12 +471,16 @@ func (l *Log) mark(ctx context.Context, seq uint64) error {
 		rec, rev := l.cached, l.rev
 		if rev == 0 {
 			var err error
-			if rec, rev, err = l.getRecord(ctx); err != nil {
+			if rec, rev, err = l.getRecord(ctx); errors.Is(err, errUnreadable) {
+				return l.lostBookkeeping(l.bookkeeping("is unreadable", err))
+			} else if err != nil && l.bucketGone(ctx) {
+				return l.lostBookkeeping(l.bookkeeping(fmt.Sprintf("is missing: the bucket is gone, and the acknowledged seq %d cannot be recorded", target), nil))
+			} else if err != nil {
 				return err
 			}
 		}
 		if rev == 0 {
-			return fmt.Errorf("record the acknowledged seq %d: %s/%s is missing", target, MetaBucket, l.key)
+			return l.lostBookkeeping(l.bookkeeping(fmt.Sprintf("is missing: the acknowledged seq %d cannot be recorded", target), nil))
 		}
 		if !rec.Created.Equal(l.created) || rec.Generation != l.gen {
 			return fmt.Errorf("%w: the record of JetStream stream %q in %s is of another stream or generation (%d, this replica serves %d): it was recovered under a new epoch",
@@ -451,6 +502,9 @@ func (l *Log) mark(ctx context.Context, seq uint64) error {
 		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
 			l.rev = 0 // another replica wrote: read it again
 			continue
+		}
+		if err != nil && l.bucketGone(ctx) {
+			return l.lostBookkeeping(l.bookkeeping(fmt.Sprintf("is missing: the bucket is gone, and the acknowledged seq %d cannot be recorded", target), nil))
 		}
 		if err != nil {
 			return fmt.Errorf("record the acknowledged seq %d in %s/%s: %w", target, MetaBucket, l.key, err)

@@ -15,12 +15,15 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
 // EmbeddedOptions are the options of an in-process nats-server with
 // JetStream file storage in dir, reachable only in process (no listener).
+// Its max_payload fits the default request limits (FitPayload); serve
+// fits it to the limits it was given.
 func EmbeddedOptions(dir string) *server.Options {
-	return &server.Options{
+	o := &server.Options{
 		ServerName: "ringcast-embedded",
 		DontListen: true,
 		JetStream:  true,
@@ -31,6 +34,8 @@ func EmbeddedOptions(dir string) *server.Options {
 		// hub.MaxCommitsPerBatch commits, the proto's rule).
 		JetStreamLimits: server.JSLimitOpts{MaxBatchSize: hub.MaxCommitsPerBatch},
 	}
+	FitPayload(o, settings.MaxRequestBytes.Default, settings.MaxFactBytes.Default)
+	return o
 }
 
 // StartServer starts a nats-server in process and waits until it accepts

@@ -2,8 +2,9 @@
 // Connect and Server-Sent Events clients from one in-memory ring.
 //
 // The stream contract (docs/protocol.md) in one paragraph: every positioned
-// event carries a strictly monotonic `seq` and the boot's `instance_epoch`. A
-// client resumes with its cursor (instance_epoch, seq, fact) and receives
+// event carries a strictly monotonic `seq`, the boot's `instance_epoch` and
+// the `fingerprint` of the commit at its seq. A client resumes with its
+// cursor (instance_epoch, seq, fact, fingerprint) and receives
 // every event it missed exactly once, or, when the server can no longer serve
 // that position, a terminal ResyncRequired (or, on request, an inline Gap
 // followed by a snapshot). A silent gap is never an outcome.

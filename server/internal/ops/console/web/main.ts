@@ -141,6 +141,7 @@ const REASONS: Readonly<Record<Exclude<Reason, Reason.UNSPECIFIED>, string>> = {
   [Reason.SUBSCRIBER_LAGGING]: "this page fell too far behind the live stream",
   [Reason.FACT_OUT_OF_RANGE]: "the commit we stopped inside is gone",
   [Reason.MALFORMED_CURSOR]: "the server could not read our position",
+  [Reason.COMMIT_MISMATCH]: "our position names a commit the server's log does not hold (a restored or replaced store)",
 };
 
 /** A reason's label: its name (reasonName) in words, "epoch mismatch". */
