@@ -104,11 +104,11 @@ type stream struct {
 	next uint64
 	// sent is the seq of the last positioned response sent.
 	sent uint64
-	// coveredAt and coveredFP are the commit time and fingerprint of seq
-	// next-1, for Progress (coveredFP 0: that seq has none this stream
-	// knows, a hole or a position it did not read).
+	// coveredAt and coveredFP (with the small fields, below) are the
+	// commit time and fingerprint of seq next-1, for Progress (coveredFP
+	// 0: that seq has none this stream knows, a hole or a position it did
+	// not read).
 	coveredAt time.Time
-	coveredFP uint32
 	// target is the position to cover before sending CaughtUp.
 	target uint64
 	// evictedKeys is what the latest-per-key table had evicted when a
@@ -137,9 +137,10 @@ type stream struct {
 
 	// The small fields together: a parked stream's memory is mostly this
 	// struct, which they keep in a smaller size class.
-	caughtUp bool
-	expires  bool // leaseEnd is the request's Expiry: end with ErrExpired
-	listed   bool
+	coveredFP uint32
+	caughtUp  bool
+	expires   bool // leaseEnd is the request's Expiry: end with ErrExpired
+	listed    bool
 }
 
 // ended counts the stream out.
