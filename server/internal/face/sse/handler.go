@@ -29,6 +29,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
 
@@ -211,7 +212,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // is known to have gone (its request's context ended).
 func (s *Handler) ended(sk *sink, err error, clientGone bool) {
 	if errors.Is(err, hub.ErrExpired) {
-		sk.writeString("event: " + EventTokenExpired + "\ndata: {}\n\n")
+		sk.writeString("event: " + names.EventTokenExpired + "\ndata: {}\n\n")
 		_ = sk.Flush()
 		return
 	}
@@ -332,9 +333,9 @@ func parseQuery(r *http.Request) (query, error) {
 		OnUnservable: ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE,
 	}
 	v := q.Get("snapshot")
-	snap, ok := ParseSnapshot(v, false)
+	snap, ok := names.ParseSnapshot(v, false)
 	if !ok {
-		return query{}, fmt.Errorf("snapshot must be %s, not %s", SnapshotNames, strconv.Quote(v))
+		return query{}, fmt.Errorf("snapshot must be %s, not %s", names.SnapshotNames, strconv.Quote(v))
 	}
 	m.Snapshot = snap
 	if v, ok := q["since_time"]; ok {

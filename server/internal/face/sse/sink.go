@@ -7,6 +7,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
@@ -83,7 +84,7 @@ func (s *sink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 		// for SNAPSHOT_INLINE). The hub ends the stream right after; the
 		// response ends, and EventSource reconnects with its last id,
 		// which is then too old and served as a gap.
-		b = []byte(": resync " + ReasonName(ev.ResyncRequired.GetReason()) + "; reconnect with Last-Event-ID\n\n")
+		b = []byte(": resync " + names.ReasonName(ev.ResyncRequired.GetReason()) + "; reconnect with Last-Event-ID\n\n")
 	default:
 		// Per-stream responses: filtered or snapshot commits, Progress,
 		// CaughtUp, Gap.
