@@ -21,8 +21,10 @@ import (
 // Once Park has returned true it must keep doing so.
 //
 // A parked stream's end is not returned to anyone: End is called with what
-// Subscribe would have returned, on the worker that ran it last, after the
-// stream is counted out (as Subscribe returns after it). A parked stream
+// Subscribe would have returned, on the worker that ran it last, and the
+// stream is counted out once End has returned: WaitStreams, which shutdown
+// waits on, so waits for the sink's own ending too (its connection closed,
+// its stream slot given back), on every face, hijacked streams included. A parked stream
 // resumes with its context's values but not its cancellation (the
 // request's context ends with its handler): a client that went away is
 // noticed by the sink's next write.
@@ -137,8 +139,8 @@ func (s *stream) resume() {
 	s.parkTimer.Stop()
 	err = s.end(err)
 	s.unlist()
-	s.ended()
 	s.parker.End(err)
+	s.ended()
 }
 
 // Parked is the number of streams waiting without a goroutine (on the

@@ -126,9 +126,9 @@ func (p parkingSink) Park() bool {
 	if s.refused {
 		return false
 	}
-	// Counted before the HTTP server stops counting the connection, so
-	// that shutdown, which waits for the server and then for the parked
-	// streams, always finds the stream in one or the other.
+	// Listed before the HTTP server lets go of the connection, so that
+	// Close finds it. (Shutdown waits for the stream on the hub's count,
+	// which holds it from Subscribe to the end of End.)
 	s.h.addParked(s)
 	// Hijack flushes the response, and the writer it returns is empty:
 	// the connection is all there is.
