@@ -6,7 +6,7 @@
  * - a reason's name ({@link reasonName}) is that key: "EPOCH_MISMATCH";
  * - an option's name (`snapshot`, `onUnservable`) is that key in lower
  *   case: "latest_per_key", "snapshot_inline". The server's text names
- *   (server/internal/face/sse/names.go: the SSE face's `snapshot`
+ *   (server/internal/face/names/names.go: the SSE face's `snapshot`
  *   parameter, its resync comment, `ringcast tail`) follow the same rule,
  *   so its reasons read "epoch_mismatch".
  *

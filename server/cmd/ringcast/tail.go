@@ -13,7 +13,7 @@ import (
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
 const tailSynopsis = `tail [flags]
@@ -57,7 +57,7 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	count := fs.Int("count", 0, "stop after this many facts (0: no limit); the cursor is saved")
 	var topics stringList
 	fs.Var(&topics, "topic", "topic filter (repeatable or comma-separated); a prefix matches at a / boundary")
-	snapshot := fs.String("snapshot", "retained", "what a fresh subscription receives first: "+sse.SnapshotNames)
+	snapshot := fs.String("snapshot", "retained", "what a fresh subscription receives first: "+names.SnapshotNames)
 	until := fs.Uint64("until", 0, "end after position SEQ (0: no bound)")
 	endAtHead := fs.Bool("end-at-head", false, "replay what is there, then end instead of tailing")
 	inline := fs.Bool("snapshot-inline", false, "ask for an unservable cursor's snapshot on the same stream (Gap) instead of a resync round trip")
@@ -73,9 +73,9 @@ func tailCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *count < 0 {
 		return errors.New("--count must not be negative")
 	}
-	snap, ok := sse.ParseSnapshot(*snapshot, true)
+	snap, ok := names.ParseSnapshot(*snapshot, true)
 	if !ok {
-		return fmt.Errorf("--snapshot %q: want %s", *snapshot, sse.SnapshotNames)
+		return fmt.Errorf("--snapshot %q: want %s", *snapshot, names.SnapshotNames)
 	}
 	from, err := tailStart(*sinceTime, *since, time.Now())
 	if err != nil {
@@ -262,7 +262,7 @@ func tailLine(it ringcast.Item) ([]byte, error) {
 		r := it.Resync
 		v = signalLine{
 			Signal:       it.Kind.String(),
-			Reason:       sse.ReasonName(r.Reason),
+			Reason:       names.ReasonName(r.Reason),
 			RequestedSeq: &r.RequestedSeq,
 			OldestSeq:    &r.OldestSeq,
 			HeadSeq:      r.HeadSeq,

@@ -209,7 +209,7 @@ type Server struct {
 	Handler http.Handler
 	cfg     Config
 	guard   *edge.WriteGuard
-	events  *sse.Handler // its parked streams outlive the HTTP server's Shutdown
+	events  *sse.Handler // Close cuts its parked streams, which outlive the HTTP server's Shutdown
 	health  *health
 	tls     *tls.Config // nil: plaintext HTTP/1.1 and h2c
 	// closeStore closes a durable store's connection (and embedded
@@ -261,6 +261,7 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	hubCfg := cfg.Config
 	hubCfg.Observer = m
+	hubCfg.Admit = edge.Admit // every face's streams, admitted by the edge
 	log, closeStore, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", cfg.Store.Kind, err)
@@ -454,7 +455,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	serr := srv.Shutdown(shutdownCtx)
 	if serr == nil {
-		serr = s.events.Wait(shutdownCtx) // parked SSE streams, which Shutdown does not see
+		// Every stream, on every face: also those whose sink took its
+		// connection over from the HTTP server (parked SSE streams), which
+		// Shutdown does not see.
+		serr = s.Hub.WaitStreams(shutdownCtx)
 	}
 	if serr != nil {
 		s.cfg.Logger.Warn("streams still open after the shutdown grace period; closing them", "grace", s.cfg.ShutdownGrace)
@@ -467,7 +471,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// counted out — or after a second grace period.
 		waitCtx, cancelWait := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 		defer cancelWait()
-		if s.events.Wait(waitCtx) == nil && s.Hub.WaitStreams(waitCtx) != nil {
+		if s.Hub.WaitStreams(waitCtx) != nil {
 			s.cfg.Logger.Warn("streams still open after a second grace period", "streams", s.Hub.Subscribers())
 		}
 	}

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -28,8 +27,9 @@ type Event struct {
 	// event (seq, epoch, time and payload), built once at publish.
 	resp *ringcastv1.SubscribeEventsResponse
 	// encoded caches resp in each claimed Slot's encoding, filled on
-	// first use (Cache).
-	encoded [maxSlots]atomic.Pointer[[]byte]
+	// first use (Cache): one place per slot claimed when the event was
+	// made (newSlots); nil for a hole the ring fills.
+	encoded []atomic.Pointer[[]byte]
 	// size is resp's protobuf size, what its encodings are sized from.
 	size int64
 	// cost is what the event holds on the heap (its response and facts,
@@ -54,23 +54,38 @@ const evictedMark = math.MinInt64
 // (NewSlot, at init) and fills it on first use (Event.Cache); the hub
 // never encodes and never calls the face: it only keeps what the face
 // gives it and accounts for it.
-type Slot uint8
+//
+// Events have as many places as the faces built into the server claimed:
+// the count is not fixed, so a new face (or a new encoding of one) only
+// claims its slots. The Connect handler claims two and SSE one; a commit
+// event holds that many in its own block (inlineSlots) and allocates
+// more, apart, only when more were claimed.
+type Slot uint32
 
-// maxSlots is how many encodings an event can cache: each is a pointer on
-// every event, allocated whether used or not.
-const maxSlots = 3
+// inlineSlots is how many encoding places a commit event's block holds in
+// place: the slots of the faces ringcast has. More claimed slots cost a
+// second allocation per event, not a limit.
+const inlineSlots = 3
 
 // claimedSlots counts the slots NewSlot has claimed.
 var claimedSlots atomic.Uint32
 
 // NewSlot claims a slot of the events' encoding cache. Call it once per
-// encoding, at package init; it panics past maxSlots.
+// encoding, at package init, so that every event has a place for it: an
+// event made before a slot was claimed caches nothing in it (Cached
+// answers nil, Cache keeps nothing), which costs encodes, never a send.
 func NewSlot() Slot {
-	n := claimedSlots.Add(1) - 1
-	if n >= maxSlots {
-		panic(fmt.Sprintf("hub: more than %d encoding slots claimed (raise maxSlots)", maxSlots))
+	return Slot(claimedSlots.Add(1) - 1)
+}
+
+// newSlots returns an event's encoding places: one per claimed slot, in
+// inline when they fit there.
+func newSlots(inline *[inlineSlots]atomic.Pointer[[]byte]) []atomic.Pointer[[]byte] {
+	n := int(claimedSlots.Load())
+	if inline != nil && n <= inlineSlots {
+		return inline[:n:n]
 	}
-	return Slot(n)
+	return make([]atomic.Pointer[[]byte], n)
 }
 
 // Cached returns the encoding cached in slot s, or nil when there is none
@@ -78,8 +93,10 @@ func NewSlot() Slot {
 // ProtoSize) and hands the bytes to Cache. The returned bytes are shared
 // and must not be modified.
 func (e *Event) Cached(s Slot) []byte {
-	if b := e.encoded[s].Load(); b != nil {
-		return *b
+	if int(s) < len(e.encoded) {
+		if b := e.encoded[s].Load(); b != nil {
+			return *b
+		}
 	}
 	return nil
 }
@@ -99,7 +116,7 @@ func (e *Event) Cached(s Slot) []byte {
 // The budget counts an encoding's length, so one kept with much more room
 // than it uses is copied to its length first (see clip).
 func (e *Event) Cache(s Slot, b []byte) []byte {
-	if !e.reserve(int64(len(b))) {
+	if int(s) >= len(e.encoded) || !e.reserve(int64(len(b))) {
 		return b
 	}
 	b = clip(b)
@@ -196,6 +213,7 @@ func (e *Event) Commit() *ringcastv1.Commit { return e.resp.GetCommit() }
 // bytes, alive with it).
 type commitEvent struct {
 	ev     Event
+	slots  [inlineSlots]atomic.Pointer[[]byte]
 	resp   ringcastv1.SubscribeEventsResponse
 	oneof  ringcastv1.SubscribeEventsResponse_Commit
 	commit ringcastv1.Commit
@@ -226,11 +244,12 @@ func newCommitEventFP(epoch, seq uint64, at time.Time, facts []*ringcastv1.Fact,
 	b.resp.Seq, b.resp.InstanceEpoch, b.resp.EventTime, b.resp.Event = seq, epoch, &b.time, &b.oneof
 	b.resp.Fingerprint = fp
 	b.ev.Seq, b.ev.Time, b.ev.resp = seq, at, &b.resp
+	b.ev.encoded = newSlots(&b.slots)
 
 	bare := proto.Size(&b.resp)
 	commit := proto.MarshalOptions{UseCachedSize: true}.Size(&b.commit)
 	withFacts := commit
-	cost := allocSize(commitEventObj) + allocSize(len(traceparent)) + allocSize(8*cap(facts))
+	cost := allocSize(commitEventObj) + allocSize(len(traceparent)) + allocSize(8*cap(facts)) + slotsApart(len(b.ev.encoded))
 	for _, f := range facts {
 		withFacts += 1 + protowire.SizeBytes(factSize(f)) // Commit.facts is field 1
 		cost += factCost(f)
@@ -249,10 +268,23 @@ func newStatusEvent(epoch, seq uint64, at time.Time, status *ringcastv1.ServerSt
 		Fingerprint:   fingerprint.Position(seq, at),
 		Event:         &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: status},
 	}}
+	e.encoded = newSlots(nil)
 	e.size = int64(proto.Size(e.resp))
 	// A status is a few small messages: a few times its protobuf size.
-	e.cost = 4*e.size + int64(allocSize(int(unsafe.Sizeof(Event{}))))
+	e.cost = 4*e.size + int64(allocSize(int(unsafe.Sizeof(Event{})))) + int64(allocSize(slotObj*len(e.encoded)))
 	return e
+}
+
+// slotObj is the size of one encoding place.
+const slotObj = int(unsafe.Sizeof(atomic.Pointer[[]byte]{}))
+
+// slotsApart is what a commit event's n encoding places cost beyond its
+// block: nothing while they fit inline.
+func slotsApart(n int) int {
+	if n <= inlineSlots {
+		return 0
+	}
+	return allocSize(slotObj * n)
 }
 
 // commitEventObj is the size of a commit event's block.

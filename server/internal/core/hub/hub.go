@@ -111,6 +111,10 @@ type Config struct {
 	// start to fill the ring and the latest-per-key table. Default:
 	// settings.StateRebuild (never less than Window).
 	Rebuild int
+	// Admit decides every stream's topics and end before it starts, on
+	// every face (Hub.Admit): the edge's (edge.Admit) applies the caller's
+	// token. Default: none, every stream is served as asked.
+	Admit Admitter
 	// Observer receives counts for metrics. Default: none.
 	Observer Observer
 	// Logger receives lifecycle logs. Default: discard.
@@ -320,8 +324,11 @@ func (h *Hub) Window() int { return h.cfg.Window }
 func (h *Hub) Subscribers() int64 { return h.subscribers.Load() }
 
 // WaitStreams waits until no stream is open (each counted out as its
-// Subscribe returns, or before its Parker's End), or until ctx is done.
-// After Close no stream can start, so this is the end of every stream.
+// Subscribe returns, or once its Parker's End has returned), or until ctx
+// is done. It is the one count of streams shutdown waits on: every face's,
+// a stream whose sink took its connection over from the HTTP server
+// included. After Close no stream can start, so this is the end of every
+// stream.
 func (h *Hub) WaitStreams(ctx context.Context) error {
 	h.noStreamsMu.Lock()
 	if h.subscribers.Load() == 0 {

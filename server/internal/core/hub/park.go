@@ -21,14 +21,16 @@ import (
 // Once Park has returned true it must keep doing so.
 //
 // A parked stream's end is not returned to anyone: End is called with what
-// Subscribe would have returned, on the worker that ran it last, after the
-// stream is counted out (as Subscribe returns after it). A parked stream
-// resumes with a context of its own, with neither the request's values
-// nor its cancellation: the request's context ends with its handler, and
-// keeping it would keep what it holds (the connection's and the request's
-// state) for as long as the stream stays parked. Nothing a stream does
-// once it has parked reads a value of its request's context. A client
-// that went away is noticed by the sink's next write.
+// Subscribe would have returned, on the worker that ran it last, and the
+// stream is counted out once End has returned: WaitStreams, which shutdown
+// waits on, so waits for the sink's own ending too (its connection closed,
+// its stream slot given back), on every face, hijacked streams included.
+// A parked stream resumes with a context of its own, with neither the
+// request's values nor its cancellation: the request's context ends with
+// its handler, and keeping it would keep what it holds (the connection's
+// and the request's state) for as long as the stream stays parked.
+// Nothing a stream does once it has parked reads a value of its request's
+// context. A client that went away is noticed by the sink's next write.
 type Parker interface {
 	Sink
 	Park() bool
@@ -141,8 +143,8 @@ func (s *stream) resume() {
 	s.h.runner.clocks.stop(s)
 	err = s.end(err)
 	s.unlist()
-	s.ended()
 	s.parker.End(err)
+	s.ended()
 }
 
 // Parked is the number of streams waiting without a goroutine (on the

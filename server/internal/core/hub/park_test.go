@@ -89,8 +89,55 @@ func TestParkedStreamsMissNoWakeUp(t *testing.T) {
 			t.Errorf("stream %d parked %d times", i, s.parks)
 		}
 	}
+	// A parked stream is counted out once its End has returned.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard only
+	defer cancel()
+	if err := h.WaitStreams(ctx); err != nil {
+		t.Fatalf("WaitStreams after every stream ended: %v", err)
+	}
 	if n := h.Subscribers(); n != 0 {
 		t.Errorf("%d subscribers counted after every stream ended", n)
+	}
+}
+
+// endCounter is a parking sink whose End records how many streams its hub
+// counts as open while it runs.
+type endCounter struct {
+	recorder
+	h     *hub.Hub
+	ended chan int64
+}
+
+func (s *endCounter) Park() bool    { return true }
+func (s *endCounter) End(err error) { s.ended <- s.h.Subscribers() }
+
+// TestParkedStreamCountedUntilItsEndReturns: a parked stream stays counted
+// (Subscribers, WaitStreams) while its sink's End runs — the sink closes its
+// connection and gives back its slot there — so shutdown, which waits on
+// the hub's count alone, waits for that too.
+func TestParkedStreamCountedUntilItsEndReturns(t *testing.T) {
+	h, err := hub.New(hub.Config{Window: 16, Lease: -1, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	s := &endCounter{h: h, ended: make(chan int64, 1)}
+	if err := h.Subscribe(context.Background(), hub.Request{}, s); err != hub.ErrParked {
+		t.Fatalf("Subscribe = %v, want ErrParked", err)
+	}
+	h.Close()
+	select {
+	case n := <-s.ended:
+		if n != 1 {
+			t.Fatalf("%d streams counted while the parked stream's End ran, want 1 (itself)", n)
+		}
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("the parked stream did not end when the hub closed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard only
+	defer cancel()
+	if err := h.WaitStreams(ctx); err != nil || h.Subscribers() != 0 {
+		t.Fatalf("after End: WaitStreams = %v, %d streams counted; want nil, 0", err, h.Subscribers())
 	}
 }
 

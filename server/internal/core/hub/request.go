@@ -36,6 +36,10 @@ type Request struct {
 	// that reaches it ends with ErrExpired between two commits, after a
 	// Progress covering what was skipped.
 	Expiry time.Time
+
+	// admission is what Admit decided for the stream (nil: not admitted
+	// yet); Subscribe serves the request as it says.
+	admission *admitted
 }
 
 // ErrExpired ends a stream whose Request.Expiry has passed.

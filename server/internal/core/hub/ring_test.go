@@ -181,3 +181,33 @@ func TestAppendRangeStopsAtItsBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodingSlotsFollowTheFacesRegistered: events have a place for every
+// slot claimed, however many faces claim them (more than a commit event
+// holds inline included), and a slot claimed after an event was made is
+// only never cached on that event: no panic, no lost send.
+func TestEncodingSlotsFollowTheFacesRegistered(t *testing.T) {
+	early := sizedEvent(1, 10)
+	var extra []Slot
+	for range inlineSlots + 1 {
+		extra = append(extra, NewSlot())
+	}
+	late := extra[len(extra)-1]
+	if b := early.Cache(late, []byte("x")); string(b) != "x" || early.Cached(late) != nil {
+		t.Fatalf("an event made before its slot was claimed: Cache = %q, Cached = %q; want the bytes back, nothing kept", b, early.Cached(late))
+	}
+	r := newRing(10, 1<<20)
+	for _, ev := range []*Event{sizedEvent(1, 10), newStatusEvent(1, 2, time.Unix(2, 0), &ringcastv1.ServerStatus{})} {
+		seq := ev.Seq
+		r.push(ev)
+		if len(ev.encoded) != int(claimedSlots.Load()) {
+			t.Fatalf("event %d has %d encoding places, want one per claimed slot (%d)", seq, len(ev.encoded), claimedSlots.Load())
+		}
+		for i, s := range append(testSlots[:], extra...) {
+			want := []byte{byte(i)}
+			if ev.Cache(s, want); string(ev.Cached(s)) != string(want) {
+				t.Fatalf("event %d, slot %d: cached %q, want %q", seq, s, ev.Cached(s), want)
+			}
+		}
+	}
+}

@@ -66,7 +66,16 @@ type EventSink interface {
 //
 // With a sink that parks (Parker), Subscribe may instead return ErrParked
 // while the stream goes on: the sink's End then reports how it ended.
+//
+// A request is admitted first (Admit) unless it was already: a refusal is
+// returned as the Admitter gave it, before any stream is counted or sent.
+// The stream's topics and expiry are then the admission's.
 func (h *Hub) Subscribe(ctx context.Context, req Request, sink Sink) (err error) {
+	req, err = h.Admit(ctx, req)
+	if err != nil {
+		return err
+	}
+	req = req.scoped()
 	h.subscribers.Add(1)
 	h.cfg.Observer.StreamStarted(req.Face)
 	s := &stream{h: h, req: req, sink: sink, lastSend: time.Now()}

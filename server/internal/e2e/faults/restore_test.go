@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/testkit/faultproxy"
 )
@@ -221,7 +222,7 @@ func (r *run) sseEvent(cs *consumer, id, name, data string) error {
 		return fmt.Errorf("event %s %s: %v", name, id, err)
 	}
 	switch name {
-	case sse.EventCommit:
+	case names.EventCommit:
 		ep, seq, fp, err := sse.ParseLastEventID(id)
 		if err != nil || fp == 0 {
 			return fmt.Errorf("commit id %q: %v, or no fingerprint", id, err)
@@ -233,7 +234,7 @@ func (r *run) sseEvent(cs *consumer, id, name, data string) error {
 		cs.mu.Lock()
 		cs.at.epoch, cs.at.seq = epoch, seq
 		cs.mu.Unlock()
-	case sse.EventGap:
+	case names.EventGap:
 		g := m.GetGap()
 		reason := g.GetReason().String()
 		cs.rec.Resynced(r.logOf(cs, m.GetInstanceEpoch(), true, reason), reason, g.GetRequestedSeq(), g.GetOldestSeq(), g.GetHeadSeq())

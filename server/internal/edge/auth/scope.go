@@ -43,7 +43,8 @@ func (g Grant) Allows(t string) bool {
 // checked by HTTP middleware in front of connect (and of GET /events), and
 // connect-go gives a handler no other way to reach what that middleware
 // learned. The counter rides with the identity so that a refusal decided
-// later, in a face's handler (ScopeSubscribe, CheckPublish), is counted
+// later, in a stream's admission or a face's handler (ScopeSubscribe,
+// CheckPublish), is counted
 // here, under the face that checked the token, as the middleware's own
 // refusals are — no face counts auth's refusals itself.
 type ctxKey struct{}
@@ -167,8 +168,8 @@ func MaySubscribeAll(ctx context.Context, topics []string) bool {
 }
 
 // Scope is what ctx's identity makes of a subscribe: the topics filter the
-// stream takes and the instant it ends. The face applies it to the stream
-// it starts (its topics filter and expiry).
+// stream takes and the instant it ends. The hub applies it to every
+// stream, on every face (edge.Admit, hub.Config.Admit).
 type Scope struct {
 	// Topics is the filter asked for, or, when none was and the subscribe
 	// grant is not "*", the grant itself.

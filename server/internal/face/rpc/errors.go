@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"time"
 
@@ -82,11 +83,20 @@ func answer(err error) (connect.Code, error, bool) {
 	return code, &worded{say: say, cause: err}, true
 }
 
-// authError answers a refusal by auth (ScopeSubscribe, CheckPublish).
+// edgeRefusal is a refusal the edge decided (auth's, through the stream's
+// admission or the publish check), which carries its code on every wire
+// and its HTTP answer: the face passes it on as it is.
+type edgeRefusal interface {
+	error
+	Code() connect.Code
+	Refuse(http.ResponseWriter)
+}
+
+// authError answers a refusal by auth (CheckPublish).
 func authError(err error) error {
-	var ae *auth.Error
-	if errors.As(err, &ae) {
-		return connect.NewError(ae.Code(), err)
+	var refusal edgeRefusal
+	if errors.As(err, &refusal) {
+		return connect.NewError(refusal.Code(), err)
 	}
 	return connect.NewError(connect.CodePermissionDenied, err)
 }
@@ -108,10 +118,15 @@ func publishError(err error) error {
 	return connect.NewError(code, msg)
 }
 
-// subscribeError answers the error a stream ended with (nil: it ended OK).
+// subscribeError answers the error a stream ended with (nil: it ended OK),
+// or the refusal its admission gave (a coded error: the edge's).
 func subscribeError(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil {
 		return connect.NewError(connect.CodeCanceled, ctx.Err())
+	}
+	var refusal edgeRefusal
+	if errors.As(err, &refusal) {
+		return connect.NewError(refusal.Code(), err)
 	}
 	code, msg, ok := answer(err)
 	if !ok {

@@ -10,19 +10,8 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/face/eventjson"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
-)
-
-// The event names of the face (the `event:` field).
-const (
-	EventCommit   = "commit"
-	EventStatus   = "status"
-	EventProgress = "progress"
-	EventCaughtUp = "caught-up"
-	EventGap      = "gap"
-	// EventTokenExpired ends a stream whose token expired (auth jwt):
-	// open a new EventSource with a fresh token and the last id seen.
-	EventTokenExpired = "token-expired"
 )
 
 // eventName is the `event:` name of a response, "" for those the face
@@ -30,15 +19,15 @@ const (
 func eventName(r *ringcastv1.SubscribeEventsResponse) string {
 	switch r.GetEvent().(type) {
 	case *ringcastv1.SubscribeEventsResponse_Commit:
-		return EventCommit
+		return names.EventCommit
 	case *ringcastv1.SubscribeEventsResponse_ServerStatus:
-		return EventStatus
+		return names.EventStatus
 	case *ringcastv1.SubscribeEventsResponse_Progress:
-		return EventProgress
+		return names.EventProgress
 	case *ringcastv1.SubscribeEventsResponse_CaughtUp:
-		return EventCaughtUp
+		return names.EventCaughtUp
 	case *ringcastv1.SubscribeEventsResponse_Gap:
-		return EventGap
+		return names.EventGap
 	}
 	return ""
 }

@@ -10,7 +10,6 @@
 package sse
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
 
@@ -46,11 +46,10 @@ type Handler struct {
 	// slots takes a stream's slot (WithStreamSlots); nil: none.
 	slots func(http.ResponseWriter, *http.Request) (release func(), ok bool)
 	// parked holds the sinks that took their connection over (Park)
-	// until their End; emptied, when not nil, closes when it empties
-	// (Wait).
-	mu      sync.Mutex
-	parked  map[*sink]struct{}
-	emptied chan struct{}
+	// until their End, for Close. (The hub counts them as streams until
+	// their End has returned: hub.Hub.WaitStreams waits for them.)
+	mu     sync.Mutex
+	parked map[*sink]struct{}
 }
 
 // The `retry:` hint sent at the start of every response is drawn uniformly
@@ -74,7 +73,8 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // to do. A parked stream's writes go to the connection Hijack returns:
 // the write timeout holds for them as long as that connection enforces it
 // (the server's edge.WriteGuard does). Such streams outlive the HTTP
-// server's Shutdown: Wait and Close account for them.
+// server's Shutdown: the hub counts them until they end
+// (hub.Hub.WaitStreams), and Close closes their connections.
 func WithParking() Option {
 	return func(h *Handler) { h.park = true }
 }
@@ -99,27 +99,6 @@ func New(h *hub.Hub, opts ...Option) *Handler {
 	return s
 }
 
-// Wait waits until every parked stream has ended (they end once the hub
-// drains or closes), or until ctx is done.
-func (s *Handler) Wait(ctx context.Context) error {
-	s.mu.Lock()
-	if len(s.parked) == 0 {
-		s.mu.Unlock()
-		return nil
-	}
-	if s.emptied == nil {
-		s.emptied = make(chan struct{})
-	}
-	emptied := s.emptied
-	s.mu.Unlock()
-	select {
-	case <-emptied:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // addParked and removeParked keep the set of parked streams' sinks.
 func (s *Handler) addParked(sk *sink) {
 	s.mu.Lock()
@@ -131,10 +110,6 @@ func (s *Handler) removeParked(sk *sink) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.parked, sk)
-	if len(s.parked) == 0 && s.emptied != nil {
-		close(s.emptied)
-		s.emptied = nil
-	}
 }
 
 // Close closes the connections of the parked streams: their writes fail
@@ -211,7 +186,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // is known to have gone (its request's context ended).
 func (s *Handler) ended(sk *sink, err error, clientGone bool) {
 	if errors.Is(err, hub.ErrExpired) {
-		sk.writeString("event: " + EventTokenExpired + "\ndata: {}\n\n")
+		sk.writeString("event: " + names.EventTokenExpired + "\ndata: {}\n\n")
 		_ = sk.Flush()
 		return
 	}
@@ -238,19 +213,21 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return hub.Request{}, nil, errAnswered
 	}
-	// With auth on, a topic outside the token's grant is refused and no
-	// topic means the grant (docs/security.md).
-	scope, err := auth.ScopeSubscribe(r.Context(), req.Topics)
+	// The stream is admitted by the edge (hub.Config.Admit) now, before
+	// the response's status goes out, so that a refusal is answered with
+	// its own: with auth on, a topic outside the token's grant is refused
+	// and no topic means the grant (docs/security.md). Subscribe serves
+	// the admitted request as admitted.
+	req, err = s.hub.Admit(r.Context(), req)
 	if err != nil {
-		var ae *auth.Error
-		if errors.As(err, &ae) {
-			ae.Refuse(w)
+		var refusal interface{ Refuse(http.ResponseWriter) }
+		if errors.As(err, &refusal) {
+			refusal.Refuse(w)
 		} else {
 			http.Error(w, err.Error(), http.StatusForbidden)
 		}
 		return hub.Request{}, nil, errAnswered
 	}
-	req.Topics, req.Expiry = scope.Topics, scope.Expiry
 	sk := newSink(w)
 
 	// The header wins over the query: EventSource re-sends the URL it was
@@ -332,9 +309,9 @@ func parseQuery(r *http.Request) (query, error) {
 		OnUnservable: ringcastv1.OnUnservable_ON_UNSERVABLE_SNAPSHOT_INLINE,
 	}
 	v := q.Get("snapshot")
-	snap, ok := ParseSnapshot(v, false)
+	snap, ok := names.ParseSnapshot(v, false)
 	if !ok {
-		return query{}, fmt.Errorf("snapshot must be %s, not %s", SnapshotNames, strconv.Quote(v))
+		return query{}, fmt.Errorf("snapshot must be %s, not %s", names.SnapshotNames, strconv.Quote(v))
 	}
 	m.Snapshot = snap
 	if v, ok := q["since_time"]; ok {

@@ -16,6 +16,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
@@ -180,10 +181,10 @@ func (s *stream) untilCaughtUp() []event {
 		if ev.end {
 			s.t.Fatalf("stream ended (%v) before caught-up", ev.err)
 		}
-		if ev.Name == sse.EventCaughtUp {
+		if ev.Name == names.EventCaughtUp {
 			return got
 		}
-		if ev.ID == "" && ev.Name == sse.EventStatus {
+		if ev.ID == "" && ev.Name == names.EventStatus {
 			continue
 		}
 		if ev.ID == "" {

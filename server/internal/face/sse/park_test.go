@@ -9,7 +9,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/app"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -36,7 +36,7 @@ func TestParkedStreamsHoldNoGoroutine(t *testing.T) {
 	for range 3 {
 		seq := publish(t, h, "a/1")
 		for _, s := range streams {
-			if ev := s.expect(sse.EventCommit); ev.ID != id(h, seq) {
+			if ev := s.expect(names.EventCommit); ev.ID != id(h, seq) {
 				t.Fatalf("commit id %q, want %q", ev.ID, id(h, seq))
 			}
 		}
@@ -87,7 +87,7 @@ func TestParkedStreamThatStopsReadingIsCut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev := healthy.expect(sse.EventCommit); ev.ID != id(h, r.Seq) {
+		if ev := healthy.expect(names.EventCommit); ev.ID != id(h, r.Seq) {
 			t.Fatalf("healthy stream got %q, want %q", ev.ID, id(h, r.Seq))
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -86,13 +86,13 @@ func TestSinceTimeQuery(t *testing.T) {
 		t.Run("with a topic", func(t *testing.T) {
 			s := open(t, srv.URL, sinceQuery(c2.Time)+"&topic=a", "")
 			evs := s.untilCaughtUp()
-			var names []string
+			var got []string
 			for _, ev := range evs {
-				names = append(names, ev.Name+"@"+ev.ID)
+				got = append(got, ev.Name+"@"+ev.ID)
 			}
-			want := []string{sse.EventCommit + "@" + id(h, c3.Seq), sse.EventCommit + "@" + id(h, c4.Seq), sse.EventProgress + "@" + id(h, c5.Seq)}
-			if strings.Join(names, " ") != strings.Join(want, " ") {
-				t.Fatalf("events %v, want %v", names, want)
+			want := []string{names.EventCommit + "@" + id(h, c3.Seq), names.EventCommit + "@" + id(h, c4.Seq), names.EventProgress + "@" + id(h, c5.Seq)}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Fatalf("events %v, want %v", got, want)
 			}
 		})
 		t.Run("after the head", func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestSinceTimeQuery(t *testing.T) {
 				t.Fatalf("events before caught-up %v, want none", got)
 			}
 			live := receipt("a/x")
-			if ev := s.expect(sse.EventCommit); ev.ID != id(h, live.Seq) {
+			if ev := s.expect(names.EventCommit); ev.ID != id(h, live.Seq) {
 				t.Fatalf("live event %q, want %q", ev.ID, id(h, live.Seq))
 			}
 		})
@@ -134,11 +134,11 @@ func TestSinceTimeBelowTheWindowIsAGap(t *testing.T) {
 		s := open(t, srv.URL, "?since_time=2000-01-01T00:00:00Z", "")
 		for {
 			ev := s.next()
-			if ev.Name == sse.EventStatus && ev.ID == "" {
+			if ev.Name == names.EventStatus && ev.ID == "" {
 				continue // a durable store's replica status
 			}
 			g := decode(t, ev).GetGap()
-			if ev.Name != sse.EventGap || g.GetReason() != ringcastv1.Reason_REASON_CURSOR_TOO_OLD || g.GetRequestedSeq() != 0 {
+			if ev.Name != names.EventGap || g.GetReason() != ringcastv1.Reason_REASON_CURSOR_TOO_OLD || g.GetRequestedSeq() != 0 {
 				t.Fatalf("first event %q %s, want gap(cursor_too_old, requested 0)", ev.Name, ev.Data)
 			}
 			break

@@ -7,6 +7,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
@@ -87,7 +88,7 @@ func (s *sink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 		// for SNAPSHOT_INLINE). The hub ends the stream right after; the
 		// response ends, and EventSource reconnects with its last id,
 		// which is then too old and served as a gap.
-		b = []byte(": resync " + ReasonName(ev.ResyncRequired.GetReason()) + "; reconnect with Last-Event-ID\n\n")
+		b = []byte(": resync " + names.ReasonName(ev.ResyncRequired.GetReason()) + "; reconnect with Last-Event-ID\n\n")
 	default:
 		// Per-stream responses: filtered or snapshot commits, Progress,
 		// CaughtUp, Gap.
@@ -129,9 +130,9 @@ func (p parkingSink) Park() bool {
 	if s.refused {
 		return false
 	}
-	// Counted before the HTTP server stops counting the connection, so
-	// that shutdown, which waits for the server and then for the parked
-	// streams, always finds the stream in one or the other.
+	// Listed before the HTTP server lets go of the connection, so that
+	// Close finds it. (Shutdown waits for the stream on the hub's count,
+	// which holds it from Subscribe to the end of End.)
 	s.h.addParked(s)
 	// Hijack flushes the response, and the writer it returns is empty:
 	// the connection is all there is.

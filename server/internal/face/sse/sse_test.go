@@ -18,6 +18,7 @@ import (
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
@@ -46,7 +47,7 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 
 		// The status: at seq 1 on memory; on a durable store the
 		// replica's, unpositioned, so without an id line.
-		st := s.expect(sse.EventStatus)
+		st := s.expect(names.EventStatus)
 		statusSeq, statusID := uint64(1), id(h, 1)
 		if store.Durable {
 			statusSeq, statusID = 0, ""
@@ -59,7 +60,7 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 			t.Errorf("status data = %s", st.Data)
 		}
 		fc := store.FirstCommit()
-		c2 := s.expect(sse.EventCommit)
+		c2 := s.expect(names.EventCommit)
 		if c2.ID != id(h, fc) {
 			t.Errorf("commit id = %q, want %q", c2.ID, id(h, fc))
 		}
@@ -71,16 +72,16 @@ func TestSnapshotCaughtUpLive(t *testing.T) {
 		if d2.GetEventTime() == nil {
 			t.Errorf("commit %d without eventTime: %s", fc, c2.Data)
 		}
-		if c3 := s.expect(sse.EventCommit); c3.ID != id(h, fc+1) {
+		if c3 := s.expect(names.EventCommit); c3.ID != id(h, fc+1) {
 			t.Errorf("commit id = %q, want %q", c3.ID, id(h, fc+1))
 		}
-		cu := s.expect(sse.EventCaughtUp)
+		cu := s.expect(names.EventCaughtUp)
 		if m := decode(t, cu); cu.ID != "" || m.GetSeq() != 0 || m.GetCaughtUp().GetHeadSeq() != fc+1 || m.GetInstanceEpoch() != h.Epoch() {
 			t.Errorf("caught-up = %+v", cu)
 		}
 
 		seq := publish(t, h, "c/1")
-		live := s.expect(sse.EventCommit)
+		live := s.expect(names.EventCommit)
 		if live.ID != id(h, seq) || decode(t, live).GetCommit().GetFacts()[0].GetTopic() != "c/1" {
 			t.Errorf("live event %+v", live)
 		}
@@ -152,7 +153,7 @@ func TestResume(t *testing.T) {
 				got := r.untilCaughtUp()
 				var ids []string
 				for _, ev := range got {
-					if ev.Name != sse.EventCommit {
+					if ev.Name != names.EventCommit {
 						t.Errorf("unexpected %q event in a resume", ev.Name)
 					}
 					ids = append(ids, ev.ID)
@@ -231,7 +232,7 @@ func TestUnresumableIDs(t *testing.T) {
 				waitOldest(t, h, oldest)
 
 				s := open(t, srv.URL, "", lastID)
-				ge := s.expect(sse.EventGap)
+				ge := s.expect(names.EventGap)
 				m := decode(t, ge)
 				g := m.GetGap()
 				if tc.reason == ringcastv1.Reason_REASON_MALFORMED_CURSOR && g.GetRequestedSeq() != 0 {
@@ -245,7 +246,7 @@ func TestUnresumableIDs(t *testing.T) {
 					t.Errorf("snapshot after gap: %d events from %q to %q, want %s..%s", len(snap), snap[0].ID, snap[len(snap)-1].ID, id(h, oldest), id(h, head))
 				}
 				seq := publish(t, h, "live/1")
-				if ev := s.expect(sse.EventCommit); ev.ID != id(h, seq) {
+				if ev := s.expect(names.EventCommit); ev.ID != id(h, seq) {
 					t.Errorf("live id = %q, want %q", ev.ID, id(h, seq))
 				}
 			})
@@ -282,7 +283,7 @@ func TestIDNamesItsCommit(t *testing.T) {
 		}
 		s := open(t, srv.URL, "", full)
 		snap := s.untilCaughtUp()
-		if got := snap[len(snap)-1]; got.Name != sse.EventCommit || got.ID != id(h, b) {
+		if got := snap[len(snap)-1]; got.Name != names.EventCommit || got.ID != id(h, b) {
 			t.Fatalf("resume from %s: %v, want commit %d then caught-up", full, snap, b)
 		}
 	})
@@ -307,7 +308,7 @@ func TestProgressForFilteredStream(t *testing.T) {
 		if store.Durable {
 			n = 2
 		}
-		if len(snap) != n || snap[n-1].Name != sse.EventProgress || snap[n-1].ID != id(h, head) {
+		if len(snap) != n || snap[n-1].Name != names.EventProgress || snap[n-1].ID != id(h, head) {
 			t.Fatalf("snapshot = %+v; want status (on memory), commit, progress %s", snap, id(h, head))
 		}
 		if p := decode(t, snap[n-1]); p.GetSeq() != head || p.GetEventTime() == nil || p.GetProgress() == nil {
@@ -315,7 +316,7 @@ func TestProgressForFilteredStream(t *testing.T) {
 		}
 
 		seq := publish(t, h, "other/2")
-		ev := s.expect(sse.EventProgress)
+		ev := s.expect(names.EventProgress)
 		if ev.ID != id(h, seq) {
 			t.Fatalf("idle progress id = %q, want %q", ev.ID, id(h, seq))
 		}
@@ -476,7 +477,7 @@ func TestDataIsConnectJSON(t *testing.T) {
 
 		s := open(t, srv.URL, "?topic=a", "")
 		var got []event
-		for len(got) == 0 || got[len(got)-1].Name != sse.EventCaughtUp {
+		for len(got) == 0 || got[len(got)-1].Name != names.EventCaughtUp {
 			ev := s.next()
 			if ev.end {
 				t.Fatalf("stream ended (%v) before caught-up", ev.err)
@@ -537,7 +538,7 @@ func TestDataIsConnectJSON(t *testing.T) {
 				t.Errorf("event %d: SSE %v, Connect JSON %v", i, m, want[i])
 			}
 		}
-		if kinds[sse.EventCommit] != 2 || kinds[sse.EventProgress] != 1 || kinds[sse.EventCaughtUp] != 1 {
+		if kinds[names.EventCommit] != 2 || kinds[names.EventProgress] != 1 || kinds[names.EventCaughtUp] != 1 {
 			t.Errorf("events by name %v; want 2 commits, a progress and caught-up", kinds)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -26,7 +26,7 @@ func commitIDs(t *testing.T, evs []event) string {
 	t.Helper()
 	var s []string
 	for _, ev := range evs {
-		if ev.Name != sse.EventCommit {
+		if ev.Name != names.EventCommit {
 			t.Fatalf("unexpected %q event (id %q) in a resume: %s", ev.Name, ev.ID, ev.Data)
 		}
 		s = append(s, ev.ID)
@@ -49,7 +49,7 @@ func TestResumeAfterRestart(t *testing.T) {
 
 		s := open(t, srv.URL, "", last)
 		if !store.Durable {
-			ge := s.expect(sse.EventGap)
+			ge := s.expect(names.EventGap)
 			if g := decode(t, ge).GetGap(); g.GetReason() != ringcastv1.Reason_REASON_EPOCH_MISMATCH {
 				t.Fatalf("gap = %s, want epoch_mismatch", ge.Data)
 			}
@@ -92,9 +92,9 @@ func TestLastEventIDFromOneReplicaResumesOnAnother(t *testing.T) {
 		var last string
 		for last != id(h, seqs[1]) {
 			switch ev := s.next(); {
-			case ev.end, ev.Name == sse.EventGap:
+			case ev.end, ev.Name == names.EventGap:
 				t.Fatalf("A's stream: %+v before %s", ev, id(h, seqs[1]))
-			case ev.Name == sse.EventCommit:
+			case ev.Name == names.EventCommit:
 				last = ev.ID
 			}
 		}
@@ -112,7 +112,7 @@ func TestLastEventIDFromOneReplicaResumesOnAnother(t *testing.T) {
 		waitHead(t, b.Hub(), seqs[len(seqs)-1])
 
 		r := open(t, b.URL, "", last)
-		st := r.expect(sse.EventStatus) // B's own status, unpositioned
+		st := r.expect(names.EventStatus) // B's own status, unpositioned
 		if st.ID != "" || decode(t, st).GetSeq() != 0 {
 			t.Fatalf("replica status %+v, want no id and seq 0", st)
 		}
@@ -120,7 +120,7 @@ func TestLastEventIDFromOneReplicaResumesOnAnother(t *testing.T) {
 			t.Fatalf("B resumed A's id %s with %s, want %s (no gap, no duplicate)", last, got, want)
 		}
 		live := publish(t, a.Hub(), "a/1")
-		if ev := r.expect(sse.EventCommit); ev.ID != id(h, live) {
+		if ev := r.expect(names.EventCommit); ev.ID != id(h, live) {
 			t.Fatalf("B's live event %q, want %q published through A", ev.ID, id(h, live))
 		}
 	})

@@ -9,7 +9,7 @@ import (
 	"net/http"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
-	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
 // ProtocolSSE is --protocol sse: idle streams on the Server-Sent Events face
@@ -17,7 +17,7 @@ import (
 const ProtocolSSE ringcast.Protocol = "sse"
 
 // caughtUpLine is the line that starts an SSE caught-up frame.
-var caughtUpLine = []byte("event: " + sse.EventCaughtUp)
+var caughtUpLine = []byte("event: " + names.EventCaughtUp)
 
 // subscribeSSE opens one /events stream at the head (no Last-Event-ID),
 // calls caughtUp once its caught-up frame has arrived (or it has failed),

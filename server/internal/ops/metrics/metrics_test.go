@@ -18,6 +18,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/rpc"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/ops/metrics"
@@ -118,7 +119,7 @@ func sseUntilCaughtUp(t *testing.T, base, lastID string) (stop func(), last, fir
 				if firstEvent == "" {
 					firstEvent = line[7:]
 				}
-				if line[7:] == sse.EventCaughtUp {
+				if line[7:] == names.EventCaughtUp {
 					return
 				}
 			}
@@ -182,17 +183,17 @@ func TestSubscribeOutcomes(t *testing.T) {
 	// A resume, then a window miss.
 	stop, _, first := sseUntilCaughtUp(t, srv.URL, last)
 	stop()
-	if first != "" && first != sse.EventCaughtUp {
+	if first != "" && first != names.EventCaughtUp {
 		t.Errorf("resume at head began with %q", first)
 	}
 	publish(t, h, 20)
 	_, _, first = sseUntilCaughtUp(t, srv.URL, last)
-	if first != sse.EventGap {
+	if first != names.EventGap {
 		t.Errorf("stale id began with %q, want gap", first)
 	}
 	// A malformed id is its own outcome.
 	_, _, first = sseUntilCaughtUp(t, srv.URL, "bogus")
-	if first != sse.EventGap {
+	if first != names.EventGap {
 		t.Errorf("malformed id began with %q, want gap", first)
 	}
 	m = scrape(t, srv.URL)
@@ -232,7 +233,7 @@ func TestSubscribeOutcomes(t *testing.T) {
 	// After a restart the new instance counts the old epoch's id.
 	srv.Restart()
 	_, _, first = sseUntilCaughtUp(t, srv.URL, last)
-	if first != sse.EventGap {
+	if first != names.EventGap {
 		t.Errorf("other epoch's id began with %q, want gap", first)
 	}
 	m = scrape(t, srv.URL)

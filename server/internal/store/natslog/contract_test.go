@@ -15,6 +15,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/app"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
@@ -231,10 +232,10 @@ func sseUntil(t *testing.T, base, lastID, wantID string) []string {
 		case strings.HasPrefix(line, "event: "):
 			event = strings.TrimPrefix(line, "event: ")
 		case line == "":
-			if event == sse.EventGap {
+			if event == names.EventGap {
 				t.Fatalf("gap resuming %s", lastID)
 			}
-			if event == sse.EventCommit {
+			if event == names.EventCommit {
 				ids = append(ids, id)
 				if ep, seq, fp, err := sse.ParseLastEventID(id); err != nil || fp == 0 {
 					t.Fatalf("commit id %q: %v, or no fingerprint", id, err)

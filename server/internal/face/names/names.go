@@ -1,4 +1,8 @@
-package sse
+// Package names is the text names the server's faces and commands share:
+// the proto's enums as text (a Reason, a Snapshot), and the SSE face's
+// event names. It imports only the generated code, so the command line and
+// the load generator read the names without importing a face.
+package names
 
 import (
 	"strconv"
@@ -9,7 +13,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
-// The text names of the proto's enums, as this face (the snapshot query
+// The text names of the proto's enums, as the SSE face (the snapshot query
 // parameter, the resync comment) and the command line (tail's --snapshot
 // flag and its "reason" field) spell them. They are not written down
 // anywhere: one rule derives them from the generated descriptors. A
@@ -86,3 +90,15 @@ func ParseSnapshot(s string, lenient bool) (ringcastv1.Snapshot, bool) {
 	v, ok := snapshotNames[s]
 	return v, ok
 }
+
+// The SSE face's event names (the `event:` field, docs/sse.md).
+const (
+	EventCommit   = "commit"
+	EventStatus   = "status"
+	EventProgress = "progress"
+	EventCaughtUp = "caught-up"
+	EventGap      = "gap"
+	// EventTokenExpired ends a stream whose token expired (auth jwt):
+	// open a new EventSource with a fresh token and the last id seen.
+	EventTokenExpired = "token-expired"
+)
