@@ -22,14 +22,14 @@ type Request struct {
 	OnUnservable     ringcastv1.OnUnservable
 	UntilSeq         uint64
 	EndAtHead        bool
+	// MalformedCursor says the face received a cursor it could not parse
+	// (an SSE Last-Event-ID): the hub answers REASON_MALFORMED_CURSOR.
+	MalformedCursor bool // beside EndAtHead: one word for both (a parked stream holds its Request)
 	// SinceTime, when set with SinceSeq 0, starts the stream at the first
 	// retained commit whose event time is at or after it, instead of a
 	// snapshot (docs/protocol.md, "Starting from a time"). The faces refuse
 	// it with SinceSeq > 0; the hub ignores it then.
 	SinceTime time.Time
-	// MalformedCursor says the face received a cursor it could not parse
-	// (an SSE Last-Event-ID): the hub answers REASON_MALFORMED_CURSOR.
-	MalformedCursor bool
 	// Expiry, when set, is the instant from which the credentials the
 	// stream was opened with are refused: a stream whose Expiry has passed
 	// when it starts ends at once with ErrExpired and sends nothing; one
