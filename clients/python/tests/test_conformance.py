@@ -22,7 +22,7 @@ from scripted import ScriptedServer
 
 VECTORS = sorted((CONFORMANCE / "vectors").glob("*.json"))
 #: The files of clients/conformance a test here reads (a new one fails test_every_file_is_read).
-READ = {"backoff.json", "defaults.json", "retry-after.json"} | {f"vectors/{p.name}" for p in VECTORS}
+READ = {"backoff.json", "cursors.json", "defaults.json", "retry-after.json"} | {f"vectors/{p.name}" for p in VECTORS}
 
 
 def load(p: Path) -> dict[str, Any]:

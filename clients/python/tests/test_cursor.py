@@ -3,13 +3,17 @@ rc1 without) and its files, which the Go client reads and writes too."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import ringcast
 from ringcast import Cursor, CursorError, format_cursor, parse_cursor
+
+from conftest import CONFORMANCE
 
 E = "9f86d081884c7d65"
 
@@ -80,3 +84,21 @@ def test_cursor_files(tmp_path: Path) -> None:
         (tmp_path / name).write_text("x")
     ringcast.remove_cursor_temps(p)
     assert sorted(os.listdir(tmp_path)) == [".app.cursor.tmpx1", ".other.tmp1", "app.cursor", "keep"]
+
+
+#: clients/conformance/cursors.json: the cursor strings the Go and TypeScript
+#: clients parse the same way (a file read here is in test_conformance.READ).
+CURSORS = json.loads((CONFORMANCE / "cursors.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", CURSORS["valid"], ids=[c["text"] for c in CURSORS["valid"]])
+def test_cursor_text_as_shared_valid(case: dict[str, Any]) -> None:
+    c = parse_cursor(case["text"])
+    assert c == Cursor(int(case["epoch"]), int(case["seq"]), case["fact"], case["fingerprint"])
+    assert format_cursor(c) == case["text"]
+
+
+@pytest.mark.parametrize("case", CURSORS["invalid"], ids=[repr(c["text"]) for c in CURSORS["invalid"]])
+def test_cursor_text_as_shared_invalid(case: dict[str, Any]) -> None:
+    with pytest.raises(CursorError):
+        parse_cursor(case["text"])

@@ -1,8 +1,9 @@
 // The shared client spec: every vector in clients/conformance/vectors runs
 // through a scripted server (an in-process Connect router), and every case
-// of clients/conformance/backoff.json through resolveBackoff. The Go client
+// of clients/conformance/backoff.json through resolveBackoff, every string
+// of clients/conformance/cursors.json through parseCursor. The Go client
 // runs the same files (server/internal/e2e/goclient/conformance_test.go,
-// clients/go/ringcast/backoff_shared_test.go).
+// clients/go/ringcast/backoff_shared_test.go, cursor_shared_test.go).
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -19,7 +20,7 @@ import {
   type SubscribeEventsRequest,
   type SubscribeEventsResponse,
 } from "../../../gen/ts/ringcast/v1/ringcast_pb.js";
-import { resolveBackoff, subscribe, type BackoffOptions, type StreamItem, type SubscribeOptions } from "../src/index.js";
+import { CursorError, formatCursor, parseCursor, resolveBackoff, subscribe, type BackoffOptions, type StreamItem, type SubscribeOptions } from "../src/index.js";
 import { parseRetryAfterMs, retryAfterMs } from "../src/backoff.js";
 import { repoRoot, withTimeout } from "./harness.js";
 
@@ -213,6 +214,29 @@ describe("Retry-After (clients/conformance/retry-after.json)", () => {
       assert.equal(retryAfterMs(refusal), c.ms);
       assert.equal(parseRetryAfterMs(c.header), c.ms);
       assert.equal(retryAfterMs(new ConnectError("down", Code.Unavailable, { "retry-after": c.header })), 0, "only resource_exhausted asks for a wait");
+    });
+  }
+});
+
+describe("cursor text (clients/conformance/cursors.json)", () => {
+  const file = JSON.parse(readFileSync(join(repoRoot, "clients/conformance/cursors.json"), "utf8")) as {
+    valid: { text: string; epoch: string; seq: string; fact: number; fingerprint: number }[];
+    invalid: { text: string; why: string }[];
+  };
+  it("has cases", () => assert.ok(file.valid.length > 0 && file.invalid.length > 0));
+  for (const c of file.valid) {
+    it(`parses ${JSON.stringify(c.text)}`, () => {
+      const got = parseCursor(c.text);
+      assert.equal(got.epoch, BigInt(c.epoch));
+      assert.equal(got.seq, BigInt(c.seq));
+      assert.equal(got.fact, c.fact);
+      assert.equal(got.fingerprint ?? 0, c.fingerprint);
+      assert.equal(formatCursor(got), c.text);
+    });
+  }
+  for (const c of file.invalid) {
+    it(`refuses ${JSON.stringify(c.text)} (${c.why})`, () => {
+      assert.throws(() => parseCursor(c.text), CursorError);
     });
   }
 });

@@ -3,22 +3,20 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
-// bound is what one numeric or duration flag of serve accepts: a value
-// from min to max (inclusive; a duration's in nanoseconds), 0 when it means
-// the flag's default, and any negative value when it means "none" (no
-// bound, disabled). NaN and ±Inf are never accepted. The default is the
-// flag's own (its flag.Flag's DefValue, the setting's default);
+// bound is what one numeric or duration flag of serve accepts: its row of
+// package settings, which checks a value (settings.Row.Check: from Min to
+// Max, 0 when it means the default, negative when it means none, never NaN
+// or ±Inf) and says what it accepts in the one wording the Validate
+// methods of the packages that take the setting use too. The default is
+// the flag's own (its flag.Flag's DefValue, the setting's default);
 // TestServeFlagBounds checks it is accepted.
 type bound struct {
+	settings.Row
 	name         string
 	min, max     float64
 	zeroDefault  bool // 0: the flag's default
@@ -35,7 +33,7 @@ var serveBounds = boundsOf(settings.All)
 func boundsOf(rows []settings.Row) []bound {
 	out := make([]bound, len(rows))
 	for i, r := range rows {
-		out[i] = bound{name: r.Name, min: r.Min, max: r.Max, zeroDefault: r.ZeroDefault, negativeNone: r.NegativeNone}
+		out[i] = bound{Row: r, name: r.Name, min: r.Min, max: r.Max, zeroDefault: r.ZeroDefault, negativeNone: r.NegativeNone}
 	}
 	return out
 }
@@ -52,60 +50,20 @@ func checkBounds(fs *flag.FlagSet, bounds []bound) error {
 		if f == nil {
 			continue
 		}
-		v, isDuration, ok := flagNumber(f)
+		v, _, ok := flagNumber(f)
 		if !ok {
 			continue
 		}
-		if err := b.check(v, isDuration, f.Value.String()); err != nil {
+		if err := b.Check(v); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// check reports v (a duration's in nanoseconds; raw as given) outside b.
-func (b bound) check(v float64, isDuration bool, raw string) error {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return fmt.Errorf("%s must be a finite number %s, not %s", b.name, b.describe(isDuration), raw)
-	case v == 0 && b.zeroDefault, v < 0 && b.negativeNone, b.min <= v && v <= b.max:
-		return nil
-	}
-	return fmt.Errorf("%s must be %s, not %s", b.name, b.describe(isDuration), raw)
-}
-
-// describe says what b accepts: "between 1 and 16777216 (or negative: no
-// bound)".
-func (b bound) describe(isDuration bool) string {
-	s := "between " + formatBound(b.min, isDuration) + " and " + formatBound(b.max, isDuration)
-	var or []string
-	if b.zeroDefault {
-		or = append(or, "0: the default")
-	}
-	if b.negativeNone {
-		or = append(or, "negative: none")
-	}
-	if len(or) > 0 {
-		s += " (or " + strings.Join(or, "; ") + ")"
-	}
-	return s
-}
-
-// formatBound renders a bound or value as the flag takes it: a duration
-// without trailing zero units ("1h", not "1h0m0s"), a number in full.
-func formatBound(v float64, isDuration bool) string {
-	if !isDuration {
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	s := time.Duration(v).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// formatBound renders a bound or value as the flag takes it (see
+// settings.FormatValue).
+func formatBound(v float64, isDuration bool) string { return settings.FormatValue(v, isDuration) }
 
 // flagNumber is a numeric or duration flag's value as a float64 (a
 // duration's in nanoseconds); ok is false for other flags.
@@ -139,9 +97,8 @@ func describeBounds(fs *flag.FlagSet, bounds []bound) {
 		if f == nil {
 			continue
 		}
-		_, isDuration, ok := flagNumber(f)
-		if ok {
-			f.Usage += " [" + b.describe(isDuration) + "]"
+		if _, _, ok := flagNumber(f); ok {
+			f.Usage += " [" + b.Describe() + "]"
 		}
 	}
 }

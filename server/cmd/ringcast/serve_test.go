@@ -167,7 +167,7 @@ func TestStoreErrorsExitNonZero(t *testing.T) {
 		{[]string{"serve", "--store", "disk"}, `store "disk": want memory, embedded or jetstream`},
 		{[]string{"serve", "--store", "embedded"}, "store embedded needs --data-dir"},
 		{[]string{"serve", "--store", "jetstream"}, "store jetstream needs --nats-url"},
-		{[]string{"serve", "--store", "jetstream", "--nats-url", "nats://127.0.0.1:1", "--nats-replicas", "2"}, "nats-replicas must be 1 or 3"},
+		{[]string{"serve", "--store", "jetstream", "--nats-url", "nats://127.0.0.1:1", "--nats-replicas", "2"}, "nats-replicas must be 1 or 3, not 2"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--store", "jetstream", "--nats-url", "nats://127.0.0.1:1"}, "connect to NATS"},
 	} {
 		var out, errOut bytes.Buffer
@@ -193,7 +193,7 @@ func TestNonsensicalConfigIsRefusedWithOneErrorPerValue(t *testing.T) {
 		t.Fatal("serve accepted the configuration")
 	}
 	for _, want := range []string{
-		"dedupe-keys must be", "heartbeat must be between 100ms", "coalesce must not exceed the heartbeat",
+		"dedupe-keys must be", "heartbeat must be between 100ms", "coalesce must not exceed heartbeat",
 		"max-fact-bytes must be", "max-data-depth must be", "publish-burst must be",
 		"idle-timeout must be", "max-conns must be", "state-keys must be between 1 and 16777216, not 0",
 		"window must be between 1 and 16777216, not 0",

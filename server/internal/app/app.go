@@ -149,12 +149,11 @@ func (c Config) withDefaults() Config {
 // are valid: they take their defaults.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	errs := []error{c.Config.Validate()}
-	if c.WriteTimeout < settings.WriteTimeout.Min {
-		errs = append(errs, fmt.Errorf("write-timeout must be at least %v", settings.WriteTimeout.Min))
-	}
-	if c.Demo && c.DemoInterval <= 0 {
-		errs = append(errs, errors.New("demo-interval must be positive"))
+	errs := []error{c.Config.Validate(),
+		settings.WriteTimeout.Check(c.WriteTimeout),
+		settings.DemoInterval.Check(c.DemoInterval),
+		settings.ShutdownDelay.Check(c.ShutdownDelay),
+		settings.ShutdownGrace.Check(c.ShutdownGrace),
 	}
 	if c.PprofAddr != "" {
 		if addr, err := pprofAddr(c.PprofAddr); err != nil {
@@ -162,15 +161,6 @@ func (c Config) Validate() error {
 		} else if !edge.IsLoopbackAddr(addr) && !c.PprofAllowRemote {
 			errs = append(errs, fmt.Errorf("--pprof-addr %s is not a loopback address: pprof shows anyone who reaches it the command line (credentials given in flags included) and the heap; bind 127.0.0.1, or pass --pprof-allow-remote to serve it there anyway", addr))
 		}
-	}
-	if r := c.Edge.PublishRate; math.IsNaN(r) || math.IsInf(r, 0) {
-		errs = append(errs, fmt.Errorf("publish-rate must be a finite number, not %v", r))
-	}
-	if c.ShutdownDelay < 0 {
-		errs = append(errs, errors.New("shutdown-delay must not be negative"))
-	}
-	if c.ShutdownGrace < 0 {
-		errs = append(errs, errors.New("shutdown-grace must not be negative"))
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("tls-cert and tls-key go together"))

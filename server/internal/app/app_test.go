@@ -135,7 +135,7 @@ func TestConfigValidationNamesEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
-	for _, want := range []string{"window", "write-timeout", "tls-cert and tls-key", "publish-rate must be a finite number", "shutdown-grace must not be negative", "shutdown-delay must not be negative"} {
+	for _, want := range []string{"window", "write-timeout", "tls-cert and tls-key", "publish-rate must be a finite number", "shutdown-grace must be between 10ms and 1h (or 0: the default), not -1s", "shutdown-delay must be between 0s and 1h, not -1s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

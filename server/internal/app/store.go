@@ -69,11 +69,10 @@ func (s Store) validate() []error {
 	default:
 		errs = append(errs, fmt.Errorf("store %q: want memory, embedded or jetstream", s.Kind))
 	}
-	if s.NATSReplicas != 0 && s.NATSReplicas != 1 && s.NATSReplicas != 3 {
-		errs = append(errs, errors.New("nats-replicas must be 1 or 3"))
-	}
-	if s.NATSMaxMsgs < 0 {
-		errs = append(errs, errors.New("nats-max-msgs must not be negative"))
+	errs = append(errs, settings.NATSReplicas.Check(s.NATSReplicas), settings.NATSMaxBytes.Check(s.NATSMaxBytes),
+		settings.NATSMaxAge.Check(s.NATSMaxAge), settings.NATSMaxMsgs.Check(s.NATSMaxMsgs))
+	if s.NATSReplicas == 2 { // within the row's bounds, but JetStream replicates to 1 or 3
+		errs = append(errs, errors.New("nats-replicas must be 1 or 3, not 2"))
 	}
 	return errs
 }

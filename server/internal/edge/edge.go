@@ -100,31 +100,25 @@ func (e Config) WithDefaults() Config {
 	return e
 }
 
-// Validate reports the fields out of their bounds (after WithDefaults).
+// Validate reports the fields out of their bounds (after WithDefaults):
+// each field's row of package settings checks it (Check, the one wording),
+// H2ResetPenalty by its lower bound only (an embedder may penalise longer
+// than serve's flag allows).
 func (e Config) Validate() []error {
-	var errs []error
-	if e.PublishRate > 0 && e.PublishBurst < 1 {
-		errs = append(errs, errors.New("publish-burst must be at least 1"))
+	return []error{
+		settings.MaxStreamsPerClient.Check(e.MaxStreamsPerClient),
+		settings.PublishRate.Check(e.PublishRate),
+		settings.PublishBurst.Check(e.PublishBurst),
+		settings.PublishByteRate.Check(e.PublishByteRate),
+		settings.PublishByteBurst.Check(e.PublishByteBurst),
+		settings.MaxConns.Check(e.MaxConns),
+		settings.MaxConnsPerClient.Check(e.MaxConnsPerClient),
+		settings.IdleTimeout.Check(e.IdleTimeout),
+		settings.ReadTimeout.Check(e.ReadTimeout),
+		settings.MaxH2Streams.Check(e.MaxConcurrentStreams),
+		settings.MaxH2Resets.Check(e.MaxH2Resets),
+		settings.H2ResetPenalty.CheckMin(e.H2ResetPenalty),
 	}
-	if e.PublishByteRate > 0 && e.PublishByteBurst < 1 {
-		errs = append(errs, errors.New("publish-byte-burst must be at least 1"))
-	}
-	if e.IdleTimeout < settings.IdleTimeout.Min {
-		errs = append(errs, fmt.Errorf("idle-timeout must be at least %v", settings.IdleTimeout.Min))
-	}
-	if e.ReadTimeout < settings.ReadTimeout.Min {
-		errs = append(errs, fmt.Errorf("read-timeout must be at least %v", settings.ReadTimeout.Min))
-	}
-	if s := settings.MaxH2Streams; e.MaxConcurrentStreams < s.Min || e.MaxConcurrentStreams > s.Max {
-		errs = append(errs, fmt.Errorf("max-h2-streams must be between %d and %d", s.Min, s.Max))
-	}
-	if e.MaxH2Resets > settings.MaxH2Resets.Max {
-		errs = append(errs, fmt.Errorf("max-h2-resets must be at most %d (or negative for no bound)", settings.MaxH2Resets.Max))
-	}
-	if e.MaxConns > 0 && e.MaxConns < settings.MaxConns.Min {
-		errs = append(errs, fmt.Errorf("max-conns must be at least %d (or negative for no bound)", settings.MaxConns.Min))
-	}
-	return errs
 }
 
 // Limiter returns the per-client limits of e; observe (nil: none) is told

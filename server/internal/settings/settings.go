@@ -13,7 +13,13 @@
 // only: nothing assigns to its rows.
 package settings
 
-import "time"
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Number is what a setting holds: a count, bytes, a rate, or a duration.
 type Number interface{ ~int | ~int64 | ~float64 }
@@ -52,6 +58,29 @@ func (s Setting[T]) Row() Row {
 		Duration: isDuration, ZeroDefault: s.ZeroDefault, NegativeNone: s.NegativeNone}
 }
 
+// Check reports v outside what s accepts (Row.Check), in the one wording
+// every check of a setting uses: serve's flags and the Validate methods of
+// the packages that take the setting.
+func (s Setting[T]) Check(v T) error { return s.Row().Check(float64(v)) }
+
+// CheckMin is Check without the upper bound, for a package whose callers
+// may go past what serve accepts (a test's coalesce window longer than its
+// hang guard): v below Min (and not 0 or negative where those mean the
+// default or none) is refused in Check's wording.
+func (s Setting[T]) CheckMin(v T) error {
+	r := s.Row()
+	r.Max = math.Inf(1)
+	if err := r.Check(float64(v)); err != nil {
+		return fmt.Errorf("%s must be at least %s, not %s", r.Name, r.Format(r.Min), r.Format(float64(v)))
+	}
+	return nil
+}
+
+// Exceeds is the one wording of a rule between two settings, checked by
+// the package that takes them: a must not exceed b ("coalesce must not
+// exceed heartbeat").
+func Exceeds(a, b string) error { return fmt.Errorf("%s must not exceed %s", a, b) }
+
 // Row is a setting with its values as float64s (see Setting).
 type Row struct {
 	Name                      string
@@ -60,6 +89,57 @@ type Row struct {
 	Min, Max                  float64
 	Duration                  bool
 	ZeroDefault, NegativeNone bool
+}
+
+// Check reports v (a duration's in nanoseconds) outside r: a value from
+// Min to Max, 0 when it means the default (ZeroDefault), any negative value
+// when it means none (NegativeNone). NaN and ±Inf are never accepted. The
+// error names the setting and says what it accepts: "window must be
+// between 1 and 16777216, not 0".
+func (r Row) Check(v float64) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return fmt.Errorf("%s must be a finite number %s, not %v", r.Name, r.Describe(), v)
+	case v == 0 && r.ZeroDefault, v < 0 && r.NegativeNone, r.Min <= v && v <= r.Max:
+		return nil
+	}
+	return fmt.Errorf("%s must be %s, not %s", r.Name, r.Describe(), r.Format(v))
+}
+
+// Describe says what r accepts: "between 1 and 16777216 (or negative:
+// none)".
+func (r Row) Describe() string {
+	s := "between " + r.Format(r.Min) + " and " + r.Format(r.Max)
+	var or []string
+	if r.ZeroDefault {
+		or = append(or, "0: the default")
+	}
+	if r.NegativeNone {
+		or = append(or, "negative: none")
+	}
+	if len(or) > 0 {
+		s += " (or " + strings.Join(or, "; ") + ")"
+	}
+	return s
+}
+
+// Format renders a value of r as its flag takes it: a duration without
+// trailing zero units ("1h", not "1h0m0s"), a number in full.
+func (r Row) Format(v float64) string { return FormatValue(v, r.Duration) }
+
+// FormatValue is Row.Format for a duration (in nanoseconds) or a number.
+func FormatValue(v float64, isDuration bool) string {
+	if !isDuration {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	s := time.Duration(v).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // The hub (package hub).

@@ -3,6 +3,8 @@ package hub
 import (
 	"slices"
 	"time"
+
+	"github.com/ringcast/ringcast/server/internal/core/topic"
 )
 
 // maxEvictedTopics bounds the evicted-topics index; past it the entries
@@ -13,8 +15,8 @@ const maxEvictedTopics = 1 << 16
 // filter. Topics are never empty, so it cannot collide with one.
 const statusTopic = ""
 
-// evictedTopics remembers, for every topic prefix ("a", "a/b", "a/b/c" for
-// topic "a/b/c"), the highest seq among the events that have left the ring
+// evictedTopics remembers, for every filter entry that matches a topic
+// (topic.Entries: "a", "a/b", "a/b/c" for topic "a/b/c"), the highest seq among the events that have left the ring
 // and touched it. A filtered stream that finds its next event gone asks
 // whether any event it would have sent was among the evicted ones (missed):
 // only then is it lagging. One whose filter skipped everything that left the
@@ -55,12 +57,9 @@ func (x *evictedTopics) note(ev *Event) {
 			continue // the common case: a commit of facts on one topic
 		}
 		prev = f.Topic
-		for i := range len(f.Topic) {
-			if f.Topic[i] == '/' {
-				x.last[f.Topic[:i]] = ev.Seq
-			}
+		for e := range topic.Entries(f.Topic) {
+			x.last[e] = ev.Seq
 		}
-		x.last[f.Topic] = ev.Seq
 	}
 	if len(x.last) > maxEvictedTopics {
 		x.prune()
@@ -99,8 +98,8 @@ func (x *evictedTopics) missed(topics []string, from uint64) bool {
 	return false
 }
 
-func (x *evictedTopics) seq(topic string) uint64 {
-	if s, ok := x.last[topic]; ok {
+func (x *evictedTopics) seq(entry string) uint64 {
+	if s, ok := x.last[entry]; ok {
 		return s
 	}
 	return x.forgotten

@@ -14,7 +14,6 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -157,55 +156,41 @@ func (c Config) WithDefaults() Config {
 // Validate reports every configuration error of c with its defaults
 // applied, naming each setting by its name (window, max-ring-bytes, …),
 // not its Go field: the name the serve command's flags and the docs give it.
+// Each setting's bounds are its row's in package settings (Check, the one
+// wording); the rules between settings are here. Lease and Coalesce are
+// the embedder's beyond their rows (any lease; any coalesce window from 0
+// up to the heartbeat): serve holds its flags to the rows.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
-	var errs []error
-	if w := settings.Window; c.Window < w.Min || c.Window > w.Max {
-		errs = append(errs, fmt.Errorf("window must be between %d and %d", w.Min, w.Max))
+	errs := []error{
+		settings.Window.Check(c.Window),
+		settings.Heartbeat.Check(c.Heartbeat),
+		settings.Coalesce.CheckMin(c.Coalesce),
+		settings.StateKeys.Check(c.StateKeys),
+		settings.DedupeWindow.Check(c.DedupeWindow),
+		settings.DedupeKeys.Check(c.DedupeKeys),
+		settings.DedupeKeysPerClient.Check(c.DedupeKeysPerClient),
+		settings.MaxRequestBytes.Check(c.MaxRequestBytes),
+		settings.MaxFactBytes.Check(c.MaxFactBytes),
+		settings.MaxDataDepth.Check(c.MaxDataDepth),
+		settings.MaxRingBytes.Check(c.MaxRingBytes),
+		settings.MaxStateBytes.Check(c.MaxStateBytes),
+		settings.StateRebuild.Check(c.Rebuild),
 	}
-	if c.Heartbeat < settings.Heartbeat.Min {
-		errs = append(errs, fmt.Errorf("heartbeat must be at least %v (every idle stream sends one per interval)", settings.Heartbeat.Min))
+	if c.Coalesce > c.Heartbeat {
+		errs = append(errs, settings.Exceeds(settings.Coalesce.Name, settings.Heartbeat.Name))
 	}
-	if c.Coalesce < 0 {
-		errs = append(errs, errors.New("coalesce must not be negative"))
-	} else if c.Coalesce > c.Heartbeat {
-		errs = append(errs, errors.New("coalesce must not exceed the heartbeat interval"))
+	if c.DedupeKeysPerClient > c.DedupeKeys && c.DedupeKeys >= settings.DedupeKeys.Min {
+		errs = append(errs, settings.Exceeds(settings.DedupeKeysPerClient.Name, settings.DedupeKeys.Name))
 	}
-	if k := settings.DedupeKeys; c.DedupeKeys < k.Min || c.DedupeKeys > k.Max {
-		errs = append(errs, fmt.Errorf("dedupe-keys must be between %d and %d", k.Min, k.Max))
+	if c.MaxFactBytes > c.MaxRequestBytes {
+		errs = append(errs, settings.Exceeds(settings.MaxFactBytes.Name, settings.MaxRequestBytes.Name))
 	}
-	if c.DedupeKeysPerClient > c.DedupeKeys && c.DedupeKeys >= 1 {
-		errs = append(errs, errors.New("dedupe-keys-per-client must not exceed dedupe-keys (or negative for no per-client share)"))
-	}
-	if c.DedupeWindow < settings.DedupeWindow.Min {
-		errs = append(errs, fmt.Errorf("dedupe-window must be at least %v", settings.DedupeWindow.Min))
-	}
-	if k := settings.StateKeys; c.StateKeys < k.Min || c.StateKeys > k.Max {
-		errs = append(errs, fmt.Errorf("state-keys must be between %d and %d", k.Min, k.Max))
-	}
-	if c.MaxRingBytes < settings.MaxRingBytes.Min {
-		errs = append(errs, fmt.Errorf("max-ring-bytes must be at least %d (%s)", settings.MaxRingBytes.Min, mib(settings.MaxRingBytes.Min)))
-	}
-	if c.MaxStateBytes < settings.MaxStateBytes.Min {
-		errs = append(errs, fmt.Errorf("max-state-bytes must be at least %d (%s)", settings.MaxStateBytes.Min, mib(settings.MaxStateBytes.Min)))
-	}
-	if c.MaxFactBytes < settings.MaxFactBytes.Min || c.MaxFactBytes > c.MaxRequestBytes {
-		errs = append(errs, fmt.Errorf("max-fact-bytes must be between %d and max-request-bytes", settings.MaxFactBytes.Min))
-	}
-	if c.MaxFactBytes > 0 && int64(c.MaxFactBytes) > c.MaxRingBytes {
-		errs = append(errs, errors.New("max-fact-bytes must not exceed max-ring-bytes"))
-	}
-	if d := settings.MaxDataDepth; c.MaxDataDepth < d.Min || c.MaxDataDepth > d.Max {
-		errs = append(errs, fmt.Errorf("max-data-depth must be between %d and %d", d.Min, d.Max))
-	}
-	if r := settings.MaxRequestBytes; c.MaxRequestBytes < r.Min || c.MaxRequestBytes > r.Max {
-		errs = append(errs, fmt.Errorf("max-request-bytes must be between %d and %d", r.Min, r.Max))
+	if int64(c.MaxFactBytes) > c.MaxRingBytes {
+		errs = append(errs, settings.Exceeds(settings.MaxFactBytes.Name, settings.MaxRingBytes.Name))
 	}
 	return errors.Join(errs...)
 }
-
-// mib is a byte count in MiB: "1 MiB".
-func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
 
 // Receipt is the answer to a publish.
 type Receipt struct {

@@ -244,10 +244,10 @@ func TestReplayBatchesStopAtTheirBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d events replayed; the largest batch of several held %d KiB (bound %d KiB), the largest event %d KiB", sink.events, sink.most>>10, hub.MaxBatchBytes>>10, sink.largest>>10)
-	if sink.events < 600 || sink.largest <= hub.MaxBatchBytes {
+	if sink.events < 600 || !hub.MaxBatchBytes.Over(sink.largest) {
 		t.Fatalf("replayed %d events, the largest %d bytes", sink.events, sink.largest)
 	}
-	if sink.most > hub.MaxBatchBytes {
+	if hub.MaxBatchBytes.Over(sink.most) {
 		t.Fatalf("a batch of several events held %d bytes, over hub.MaxBatchBytes (%d)", sink.most, hub.MaxBatchBytes)
 	}
 }

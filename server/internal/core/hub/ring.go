@@ -84,11 +84,11 @@ func (r *ring) get(seq uint64) *Event {
 // stopping before the events appended would cost more than maxBytes (the
 // first is always appended). The caller has checked from >= oldest() and
 // to <= head.
-func (r *ring) appendRange(dst []*Event, from, to uint64, maxBytes int64) []*Event {
+func (r *ring) appendRange(dst []*Event, from, to uint64, maxBytes BatchBytes) []*Event {
 	var n int64
 	for seq := from; seq <= to; seq++ {
 		ev := r.slots[seq%r.capacity()]
-		if n += ev.cost; n > maxBytes && seq > from {
+		if n += ev.cost; maxBytes.Over(n) && seq > from {
 			break
 		}
 		dst = append(dst, ev)

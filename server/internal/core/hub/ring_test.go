@@ -165,7 +165,7 @@ func TestAppendRangeStopsAtItsBytes(t *testing.T) {
 	one := r.get(1).Cost()
 	var prev uint64
 	for from := uint64(1); from <= 20; from = prev + 1 {
-		got := r.appendRange(nil, from, 20, 5*one)
+		got := r.appendRange(nil, from, 20, BatchBytes(5*one))
 		var sum int64
 		for _, ev := range got {
 			sum += ev.Cost()
@@ -209,5 +209,17 @@ func TestEncodingSlotsFollowTheFacesRegistered(t *testing.T) {
 				t.Fatalf("event %d, slot %d: cached %q, want %q", seq, s, ev.Cached(s), want)
 			}
 		}
+	}
+}
+
+// TestBatchBytes: a batch is past the bound only beyond it; an encoding as
+// large as the bound is a write of its own.
+func TestBatchBytes(t *testing.T) {
+	b := MaxBatchBytes
+	if b.Over(int64(b)) || !b.Over(int64(b)+1) {
+		t.Error("Over: a batch of exactly the bound is within it, one byte more is past it")
+	}
+	if !b.Alone(int(b)) || b.Alone(int(b)-1) {
+		t.Error("Alone: an encoding as large as the bound is written alone, a smaller one is buffered")
 	}
 }

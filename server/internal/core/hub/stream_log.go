@@ -56,7 +56,7 @@ func (s *stream) readLog(ctx context.Context) ([]*Event, error) {
 	// rest is read again, mostly from the Log's cache, once this is sent.
 	var bytes int64
 	for i, ev := range batch {
-		if bytes += ev.cost; bytes > MaxBatchBytes && i > 0 {
+		if bytes += ev.cost; MaxBatchBytes.Over(bytes) && i > 0 {
 			clear(batch[i:])
 			batch = batch[:i]
 			break

@@ -28,8 +28,24 @@ const maxBatch = 128
 // writes one encoding as large straight from where it lies. A stream whose
 // client stopped reading thus holds at most about twice this plus one
 // event, however far behind it is and however slowly its writes drain
-// (docs/limits.md, "Heap, and slow readers").
-const MaxBatchBytes = 256 << 10
+// (docs/limits.md, "Heap, and slow readers"). It is the one value of
+// BatchBytes, whose methods are the bound's rule at every site.
+const MaxBatchBytes BatchBytes = 256 << 10
+
+// BatchBytes is a bound by bytes on what one stream holds at a time
+// (MaxBatchBytes): the hub's batches out of the ring and a Log, and the
+// faces' write buffers (package stream's Batch, the RPC sink), all apply
+// it through Over and Alone.
+type BatchBytes int64
+
+// Over reports whether n bytes held (or about to be) are past b: a batch
+// stops before the item that would take it there, unless that item is its
+// first; a buffer is written out before it.
+func (b BatchBytes) Over(n int64) bool { return n > int64(b) }
+
+// Alone reports whether one encoding of n bytes is a write of its own, made
+// from where it lies without a copy into a buffer.
+func (b BatchBytes) Alone(n int) bool { return int64(n) >= int64(b) }
 
 // Sink receives a stream's responses in order. Responses may be shared with
 // other streams: a Sink must not modify them.

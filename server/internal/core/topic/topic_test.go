@@ -27,3 +27,24 @@ func TestMatch(t *testing.T) {
 		t.Error("Matcher does not match as any of its entries")
 	}
 }
+
+// TestEntriesAreWhatMatches: Entries yields exactly the prefixes of a topic
+// that Match says match it, each once.
+func TestEntriesAreWhatMatches(t *testing.T) {
+	for _, tp := range []string{"a", "a/b", "a/b/c", "a//b", "/a", "a/", "ab/cd/ef"} {
+		got := map[string]int{}
+		for e := range Entries(tp) {
+			got[e]++
+		}
+		for i := range len(tp) + 1 {
+			p := tp[:i]
+			want := 0
+			if Match(p, tp) {
+				want = 1
+			}
+			if got[p] != want {
+				t.Errorf("Entries(%q) yields %q %d times; Match says %d", tp, p, got[p], want)
+			}
+		}
+	}
+}

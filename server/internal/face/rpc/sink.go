@@ -114,7 +114,7 @@ func (s *streamSink) Send(r *ringcastv1.SubscribeEventsResponse) error {
 		// What was buffered before it still goes out.
 		return errors.Join(err, s.writeBuffered())
 	}
-	if len(b) >= hub.MaxBatchBytes {
+	if hub.MaxBatchBytes.Alone(len(b)) {
 		return s.pending.Out(s.out)
 	}
 	return nil

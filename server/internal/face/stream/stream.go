@@ -24,7 +24,7 @@ var pool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 // maxPooled is the largest buffer put back in the pool: one that held a
 // whole batch (hub.MaxBatchBytes) and the room append left, or a stream's
 // own message past it.
-const maxPooled = 2 * hub.MaxBatchBytes
+const maxPooled = 2 * int(hub.MaxBatchBytes)
 
 // Buffer is the batch's buffer, to append to in place; it takes one from
 // the pool when the batch holds none.
@@ -55,12 +55,12 @@ func (q *Batch) AppendString(s string) {
 // to that size, and a b as large as the bound is written with out from
 // where it lies (a ring event's cached bytes) without a copy.
 func (q *Batch) Add(b []byte, out func([]byte) error) error {
-	if q.buf != nil && len(*q.buf)+len(b) > hub.MaxBatchBytes {
+	if q.buf != nil && hub.MaxBatchBytes.Over(int64(len(*q.buf)+len(b))) {
 		if err := q.Out(out); err != nil {
 			return err
 		}
 	}
-	if len(b) >= hub.MaxBatchBytes {
+	if hub.MaxBatchBytes.Alone(len(b)) {
 		return out(b)
 	}
 	p := q.Buffer()

@@ -27,7 +27,7 @@ type FanoutResult struct {
 	CommitsPerS   float64 `json:"commits_per_s"`
 	PublishErrors int64   `json:"publish_errors"`
 	// Deliveries counts the run's own commits received by the streams
-	// (those whose topic has the run's prefix, "load/<run>/").
+	// (those whose topic is under the run's, "load/<run>").
 	Deliveries     int64   `json:"deliveries"`
 	DeliveriesPerS float64 `json:"deliveries_per_s"`
 	// DeliveredRatio is deliveries / (commits × subscribers) over the

@@ -32,7 +32,7 @@ func TestStreamsCountOnlyTheRunsOwnCommits(t *testing.T) {
 	}
 	r := &loadRun{cfg: cfg, epoch: st.InstanceEpoch, prefix: ownTopicPrefix()}
 	if !strings.HasPrefix(r.prefix, "load/") || r.prefix == ownTopicPrefix() {
-		t.Fatalf("prefix %q: want load/<random>/, another each run", r.prefix)
+		t.Fatalf("prefix %q: want load/<random>, another each run", r.prefix)
 	}
 	s := &loadSub{}
 	r.subs = []*loadSub{s}
@@ -55,7 +55,7 @@ func TestStreamsCountOnlyTheRunsOwnCommits(t *testing.T) {
 	}
 	var last uint64
 	for range 5 {
-		publish(r.prefix + "p0")
+		publish(r.prefix + "/p0")
 		publish("gauges/eden/g-001") // as the demo feed
 		last = publish("load/p0")    // another run's, or an older tool's
 	}

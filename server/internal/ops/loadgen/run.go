@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/core/topic"
 )
 
 // loadSub is one subscribing stream's state. Counters are written by the
@@ -36,7 +36,7 @@ type loadSub struct {
 type loadRun struct {
 	cfg       Config
 	epoch     uint64
-	prefix    string // the topic prefix of this run's facts (see ownTopicPrefix)
+	prefix    string // the topic this run's facts are under (see ownTopicPrefix)
 	measuring atomic.Bool
 	subs      []*loadSub
 
@@ -266,7 +266,7 @@ func (r *loadRun) publish(ctx context.Context, id int, rpc ringcastv1connect.Eve
 	}
 	next := time.Now().Add(interval * time.Duration(id) / time.Duration(r.cfg.Publishers))
 	key := fmt.Sprintf("p%d", id)
-	topic := r.prefix + key
+	own := r.prefix + "/" + key
 	var n uint64
 	for ctx.Err() == nil {
 		for r.tooFarAhead(maxLead) {
@@ -292,7 +292,7 @@ func (r *loadRun) publish(ctx context.Context, id int, rpc ringcastv1connect.Eve
 		n++
 		payload := binary.BigEndian.AppendUint64(nil, n)
 		res, err := rpc.Publish(ctx, connect.NewRequest(&ringcastv1.PublishRequest{Facts: []*ringcastv1.Fact{{
-			Topic: topic, Type: "load.tick", Key: key,
+			Topic: own, Type: "load.tick", Key: key,
 			Payload: &ringcastv1.Fact_BinaryData{BinaryData: payload}, ContentType: "application/octet-stream",
 		}}}))
 		if err != nil {
@@ -325,19 +325,19 @@ func (r *loadRun) tooFarAhead(maxLead uint64) bool {
 	return slowest != math.MaxUint64 && r.head.Load() >= slowest+maxLead
 }
 
-// ownTopicPrefix is the topic prefix of one run's facts, "load/<run>/",
-// <run> drawn at random: a run counts the commits whose first fact has it
-// and no other, so commits published meanwhile by anyone else (the demo
+// ownTopicPrefix is the topic one run's facts are under, "load/<run>",
+// <run> drawn at random: a run counts the commits whose first fact's topic
+// is under it (topic.Match, the one prefix rule) and no other, so commits published meanwhile by anyone else (the demo
 // feed, another run) are received, checked for gaps, and not counted as
 // deliveries or timed.
 func ownTopicPrefix() string {
-	return fmt.Sprintf("load/%016x/", rand.Uint64())
+	return fmt.Sprintf("load/%016x", rand.Uint64())
 }
 
 // own reports whether a commit is one this run published.
 func (r *loadRun) own(c *ringcastv1.Commit) bool {
 	facts := c.GetFacts()
-	return len(facts) > 0 && strings.HasPrefix(facts[0].GetTopic(), r.prefix)
+	return len(facts) > 0 && topic.Match(r.prefix, facts[0].GetTopic())
 }
 
 // otherCommits is how many commits of others the streams received.

@@ -11,9 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/epoch"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
 // Outcomes are the subscribe outcomes, pre-registered per face.
@@ -21,6 +23,40 @@ var Outcomes = []hub.Outcome{
 	hub.OutcomeNew, hub.OutcomeResumed, hub.OutcomeTooOld, hub.OutcomeAhead,
 	hub.OutcomeEpochMismatch, hub.OutcomeFactOutOfRange, hub.OutcomeMalformedCursor,
 	hub.OutcomeCommitMismatch,
+}
+
+// outcomeReasons is the Reason each outcome but new and resumed tells the
+// client: its label is that reason's text name (names.ReasonName, the one
+// derivation from the proto's enum), so a reason has one spelling in the
+// metrics, the SSE gap event and the command line.
+var outcomeReasons = map[hub.Outcome]ringcastv1.Reason{
+	hub.OutcomeTooOld:          ringcastv1.Reason_REASON_CURSOR_TOO_OLD,
+	hub.OutcomeAhead:           ringcastv1.Reason_REASON_CURSOR_AHEAD,
+	hub.OutcomeEpochMismatch:   ringcastv1.Reason_REASON_EPOCH_MISMATCH,
+	hub.OutcomeFactOutOfRange:  ringcastv1.Reason_REASON_FACT_OUT_OF_RANGE,
+	hub.OutcomeMalformedCursor: ringcastv1.Reason_REASON_MALFORMED_CURSOR,
+	hub.OutcomeCommitMismatch:  ringcastv1.Reason_REASON_COMMIT_MISMATCH,
+}
+
+// outcomeLabels is the outcome label of each of Outcomes.
+var outcomeLabels = func() map[hub.Outcome]string {
+	m := make(map[hub.Outcome]string, len(Outcomes))
+	for _, o := range Outcomes {
+		m[o] = string(o)
+		if r, ok := outcomeReasons[o]; ok {
+			m[o] = names.ReasonName(r)
+		}
+	}
+	return m
+}()
+
+// Label is the outcome label of o: the text name of the reason it tells
+// the client ("cursor_too_old"), or "new" and "resumed".
+func Label(o hub.Outcome) string {
+	if l, ok := outcomeLabels[o]; ok {
+		return l
+	}
+	return string(o)
 }
 
 // Metrics holds one server's collectors and registry. It implements
@@ -58,7 +94,7 @@ func New(faces ...string) *Metrics {
 		reg: prometheus.NewRegistry(),
 		subscribes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringcast_subscribes_total",
-			Help: "Streams opened, by face (connect, sse) and outcome (new, resumed, too_old, ahead, epoch_mismatch, fact_out_of_range, malformed_cursor, commit_mismatch).",
+			Help: "Streams opened, by face (connect, sse) and outcome (new, resumed, or the reason told the client: cursor_too_old, cursor_ahead, epoch_mismatch, fact_out_of_range, malformed_cursor, commit_mismatch).",
 		}, []string{"face", "outcome"}),
 		lagged: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringcast_lagging_cutoffs_total",
@@ -108,7 +144,7 @@ func New(faces ...string) *Metrics {
 	m.replayAgeBy = make(map[string]prometheus.Observer, len(faces))
 	for _, f := range faces {
 		for _, o := range Outcomes {
-			m.subscribes.WithLabelValues(f, string(o))
+			m.subscribes.WithLabelValues(f, Label(o))
 		}
 		m.lagged.WithLabelValues(f)
 		m.subscribers.WithLabelValues(f)
@@ -181,7 +217,7 @@ func (m *Metrics) Handler() http.Handler {
 
 // Subscribed implements hub.Observer.
 func (m *Metrics) Subscribed(face string, outcome hub.Outcome) {
-	m.subscribes.WithLabelValues(face, string(outcome)).Inc()
+	m.subscribes.WithLabelValues(face, Label(outcome)).Inc()
 }
 
 // StreamStarted implements hub.Observer.

@@ -69,7 +69,7 @@ func scrape(t *testing.T, base string) map[string]float64 {
 }
 
 func subscribes(face string, o hub.Outcome) string {
-	return `ringcast_subscribes_total{face="` + face + `",outcome="` + string(o) + `"}`
+	return `ringcast_subscribes_total{face="` + face + `",outcome="` + metrics.Label(o) + `"}`
 }
 
 // eventually polls cond until it holds or the test times out.
