@@ -28,11 +28,11 @@ const rebuildProgress = 5 * time.Second
 // gives up when ctx ends (the process is told to stop while it starts).
 func (h *Hub) startLog(ctx context.Context) error {
 	h.epoch = h.log.Epoch()
-	if w, ok := h.log.(interface{ DedupeWindow() time.Duration }); ok {
+	if w, ok := h.log.(DedupeLog); ok {
 		// The Log deduplicates: ServerStatus reports its window.
 		h.cfg.DedupeWindow = w.DedupeWindow()
 	}
-	if s, ok := h.log.(interface{ StoreLimits() StoreLimits }); ok {
+	if s, ok := h.log.(LimitsLog); ok {
 		// The Log's retention: ServerStatus reports it.
 		l := s.StoreLimits()
 		h.store = &l
