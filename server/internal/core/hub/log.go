@@ -14,12 +14,14 @@ import (
 // Log is the hub's storage seam: where commits become durable and get their
 // seq. The hub keeps the stream contract for every face; a Log only stores.
 //
-// Two stores exist:
+// The hub serves from one store (its store interface, store.go), chosen
+// in New; two exist:
 //
-//   - memory (Config.Log nil): the ring is the log. The hub numbers every
-//     event itself, server statuses included, and keeps the last W.
-//   - a durable Log (JetStream, see server/internal/store/natslog): the Log numbers
-//     commits, and every commit — published through this hub or through
+//   - memory (Config.Log nil, memStore): the ring is the log. The hub
+//     numbers every event itself, server statuses included, and keeps
+//     the last W.
+//   - a durable Log (logStore; JetStream, see store/natslog): the Log
+//     numbers commits, and every commit — published through this hub or through
 //     another replica of the same log — reaches the hub through Follow, in
 //     seq order. The ring is then a cache of the newest W commits; a
 //     position older than the ring is read back with Read. Server statuses
