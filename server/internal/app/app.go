@@ -261,7 +261,7 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 		storeOpened()
 	}
 	var storeCheck func(context.Context) error
-	if a, ok := log.(availabler); ok {
+	if a, ok := log.(hub.AvailabilityLog); ok {
 		storeCheck = a.Available
 	}
 	h, err := hub.NewContext(ctx, hubCfg)
@@ -476,12 +476,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-// availabler is a Log that can tell whether it takes commits now
-// (natslog.Log).
-type availabler interface {
-	Available(ctx context.Context) error
 }
 
 // storeCheckInterval is how often readiness asks a durable store whether

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -152,7 +151,7 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 			"stream", c.Name, "duplicates", c.Duplicates, "dedupe_window", cfg.DedupeWindow)
 	}
 	s.warnLimits(cfg.Logger, l.StoreLimits())
-	return &storeLog{Log: l, nc: nc, now: time.Now}, closeAll, nil
+	return natslog.NewStore(l, nc), closeAll, nil
 }
 
 // limits is the byte and age limits of a stream ringcast creates, as
@@ -191,117 +190,4 @@ func (s Store) stream() string {
 		return natslog.DefaultStream
 	}
 	return s.NATSStream
-}
-
-// storeLog is a durable store's Log as the hub sees it: the errors of its
-// appends name the store's condition ("store full: …", "store
-// unavailable: …") rather than the NATS client's, and an append refused
-// as full keeps readiness off (see Available) even where the Log's own
-// check sees room: JetStream refuses by the size of the commit at hand,
-// which no check can know, and storage exhausted shows in no limit. Every
-// other method is the Log's.
-type storeLog struct {
-	*natslog.Log
-	nc  *nats.Conn
-	now func() time.Time
-
-	mu        sync.Mutex
-	full      error     // the last append refused as full; nil once one is stored
-	fullAt    time.Time // when the store was first refused as full, since then
-	fullConns uint64    // the NATS reconnects by then
-	fullMark  storeMark // the store seen at the first check after it
-	fullSeen  bool      // fullMark is known
-}
-
-// storeFullHold is how long an append refused as full keeps readiness off
-// at most: the next refused append turns it off again.
-const storeFullHold = 30 * time.Second
-
-// storeMark is what shows that a full store may take commits again: the
-// account's storage use falling (storage exhausted), or the stream's
-// contents or limits changing (its own limits).
-type storeMark struct {
-	used              uint64
-	bytes, msgs       uint64
-	firstSeq, lastSeq uint64
-	maxBytes, maxMsgs int64
-}
-
-func (l *storeLog) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Receipt, error) {
-	r, err := l.Log.Append(ctx, at, c)
-	return r, l.note(err)
-}
-
-func (l *storeLog) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commit) ([]hub.Receipt, error) {
-	rs, err := l.Log.AppendBatch(ctx, at, commits)
-	return rs, l.note(err)
-}
-
-// note describes an append's error by the store's condition and
-// remembers whether the store refused it as full.
-func (l *storeLog) note(err error) error {
-	err = natslog.StoreError(err)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case err == nil:
-		l.full = nil
-	case errors.Is(err, natslog.ErrStoreFull):
-		if l.full == nil || errors.Is(l.full, natslog.ErrStorageExhausted) != errors.Is(err, natslog.ErrStorageExhausted) {
-			l.fullAt, l.fullSeen = l.now(), false
-			if l.nc != nil {
-				l.fullConns = l.nc.Stats().Reconnects
-			}
-		}
-		l.full = err
-	}
-	return err
-}
-
-// Available reports whether the store takes commits: the Log's own check
-// and, after an append refused as full, whether the store changed since:
-// for want of storage, its use fell; by the stream's limits, the stream's
-// contents or limits changed. Either way the refusal counts for
-// storeFullHold at most, and not past a reconnection to NATS.
-func (l *storeLog) Available(ctx context.Context) error {
-	if err := l.Log.Available(ctx); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	full := l.full
-	if full != nil && (l.now().Sub(l.fullAt) >= storeFullHold || l.nc != nil && l.nc.Stats().Reconnects != l.fullConns) {
-		l.full, full = nil, nil
-	}
-	l.mu.Unlock()
-	if full == nil {
-		return nil
-	}
-	storage := errors.Is(full, natslog.ErrStorageExhausted)
-	var mark storeMark
-	if storage {
-		used, err := l.StoreUsed(ctx)
-		if err != nil {
-			return err
-		}
-		mark.used = used
-	} else {
-		info, err := l.Info(ctx)
-		if err != nil {
-			return natslog.StoreError(err)
-		}
-		mark.bytes, mark.msgs = info.State.Bytes, info.State.Msgs
-		mark.firstSeq, mark.lastSeq = info.State.FirstSeq, info.State.LastSeq
-		mark.maxBytes, mark.maxMsgs = info.Config.MaxBytes, info.Config.MaxMsgs
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.full == nil: // an append was stored meanwhile
-	case errors.Is(l.full, natslog.ErrStorageExhausted) != storage: // refused otherwise meanwhile
-	case !l.fullSeen:
-		l.fullMark, l.fullSeen = mark, true
-	case storage && mark.used < l.fullMark.used, !storage && mark != l.fullMark:
-		l.full = nil
-	}
-	return l.full
 }

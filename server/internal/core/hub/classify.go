@@ -27,17 +27,16 @@ func (h *Hub) classify(ctx context.Context, req Request) (classification, error)
 	if !req.SinceTime.IsZero() && req.SinceSeq == 0 && !req.MalformedCursor {
 		return h.classifyTime(ctx, req)
 	}
+	return h.backend.classify(ctx, req)
+}
+
+// classifyLog is classify's cursor case with a Log: a cursor outside the
+// ring is decided against the Log's range, and a resume inside a commit
+// the ring no longer holds reads the commit from the Log.
+func (h *Hub) classifyLog(ctx context.Context, req Request) (classification, error) {
 	var c classification
 	h.mu.RLock()
 	c.oldest, c.head = h.boundsLocked()
-	if h.log == nil {
-		c.reason, c.outcome = classify(req, h.epoch, c.oldest, c.head, h.ring.get, h.fingerprintLocked)
-		if c.reason == ringcastv1.Reason_REASON_UNSPECIFIED && req.SinceFact > 0 {
-			c.partial = h.ring.get(req.SinceSeq)
-		}
-		h.mu.RUnlock()
-		return c, nil
-	}
 	ringOldest := h.ring.oldest()
 	h.mu.RUnlock()
 	if req.SinceSeq > 0 && req.Epoch == h.epoch && (req.SinceSeq+1 < ringOldest || req.SinceSeq > c.head) {
@@ -90,13 +89,11 @@ func (h *Hub) classifyTime(ctx context.Context, req Request) (classification, er
 	h.mu.RLock()
 	c.oldest, c.head = h.boundsLocked()
 	h.mu.RUnlock()
-	if c.reason != ringcastv1.Reason_REASON_UNSPECIFIED && h.log != nil {
-		// The answer names the Log's range, as for a cursor below it.
-		first, last, err := h.logRange(ctx)
-		if err != nil {
-			return c, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	if c.reason != ringcastv1.Reason_REASON_UNSPECIFIED {
+		// With a Log, the answer names the Log's range.
+		if err := h.backend.refusedTimeRange(ctx, &c); err != nil {
+			return c, err
 		}
-		c.oldest, c.head = first, max(c.head, last)
 	}
 	c.at = at
 	return c, nil

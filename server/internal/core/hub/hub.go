@@ -207,6 +207,9 @@ type Hub struct {
 	epoch uint64 // random, non-zero, fixed for the hub's life; the Log's
 	boot  time.Time
 	log   Log // nil: memory store
+	// backend is the store h serves from (memStore, logStore): every
+	// behaviour that differs by store is its.
+	backend store
 	// store is the durable Log's retention (StoreLimits), reported in
 	// ServerStatus; nil with the memory store or a Log that reports none.
 	store *StoreLimits
@@ -282,21 +285,8 @@ func NewContext(ctx context.Context, cfg Config) (*Hub, error) {
 		done:   make(chan struct{}),
 		failed: make(chan error, 1),
 	}
-	if h.log != nil {
-		return h, h.startLog(ctx)
-	}
-	e, err := epoch.New()
-	if err != nil {
-		return nil, err
-	}
-	h.epoch = e
-	h.ring = newRing(cfg.Window, cfg.MaxRingBytes)
-	h.mu.Lock()
-	h.publishStatusLocked(h.boot)
-	h.mu.Unlock()
-	h.notifierWG.Add(1)
-	go h.notify()
-	return h, nil
+	h.backend = newStore(h)
+	return h, h.backend.start(ctx)
 }
 
 // Epoch is the hub's instance epoch.
@@ -354,12 +344,7 @@ func (h *Hub) Bounds() (oldest, head uint64) {
 	return h.boundsLocked()
 }
 
-func (h *Hub) boundsLocked() (oldest, head uint64) {
-	if h.log != nil {
-		return min(h.logFirst, h.ring.oldest()), h.ring.head
-	}
-	return h.ring.oldest(), h.ring.head
-}
+func (h *Hub) boundsLocked() (oldest, head uint64) { return h.backend.boundsLocked() }
 
 // StateEvictions is how many keys the latest-per-key table has evicted.
 func (h *Hub) StateEvictions() uint64 {
@@ -511,11 +496,7 @@ func (h *Hub) Drain() {
 		return
 	}
 	h.state = ringcastv1.ServerState_SERVER_STATE_DRAINING
-	if h.log != nil {
-		h.drainHead = h.ring.head
-	} else {
-		h.publishStatusLocked(h.nowLocked())
-	}
+	h.backend.drainLocked()
 	seq := h.ring.head
 	h.mu.Unlock()
 	h.signal()

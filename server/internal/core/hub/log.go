@@ -14,12 +14,14 @@ import (
 // Log is the hub's storage seam: where commits become durable and get their
 // seq. The hub keeps the stream contract for every face; a Log only stores.
 //
-// Two stores exist:
+// The hub serves from one store (its store interface, store.go), chosen
+// in New; two exist:
 //
-//   - memory (Config.Log nil): the ring is the log. The hub numbers every
-//     event itself, server statuses included, and keeps the last W.
-//   - a durable Log (JetStream, see server/internal/store/natslog): the Log numbers
-//     commits, and every commit — published through this hub or through
+//   - memory (Config.Log nil, memStore): the ring is the log. The hub
+//     numbers every event itself, server statuses included, and keeps
+//     the last W.
+//   - a durable Log (logStore; JetStream, see store/natslog): the Log
+//     numbers commits, and every commit — published through this hub or through
 //     another replica of the same log — reaches the hub through Follow, in
 //     seq order. The ring is then a cache of the newest W commits; a
 //     position older than the ring is read back with Read. Server statuses
@@ -60,10 +62,42 @@ type Log interface {
 	SeqAtTime(ctx context.Context, t time.Time) (uint64, error)
 }
 
+// A Log's capabilities beyond storing are each a method of a named
+// interface the hub (and the server around it) asks for by name:
+// BatchLog (atomic batches), OutcomeLog (a key's outcome), DedupeLog (its
+// duplicate window), LimitsLog (its retention) and AvailabilityLog
+// (whether it takes commits now). A Log that lacks one does not
+// implement it, and the hub answers for it: ErrBatchUnsupported,
+// ErrOutcomeUnsupported, the hub's own DedupeWindow, no store limits,
+// always available.
+
+// DedupeLog is a Log that deduplicates idempotency keys within a window of
+// its own (across replicas and restarts): ServerStatus reports it as the
+// dedupe window.
+type DedupeLog interface {
+	Log
+	DedupeWindow() time.Duration
+}
+
+// LimitsLog is a Log with retention limits: ServerStatus reports them
+// (Limits.store).
+type LimitsLog interface {
+	Log
+	StoreLimits() StoreLimits
+}
+
+// AvailabilityLog is a Log that can tell whether it takes commits now: nil
+// when it does, else an error wrapping ErrStoreFull (a condition that
+// passes) or naming why it is unavailable. Readiness follows it.
+type AvailabilityLog interface {
+	Log
+	Available(ctx context.Context) error
+}
+
 // StoreLimits is a durable Log's retention: past any of its limits the
 // Log discards its oldest commits (0: no bound). A Log that has limits
-// reports them with a StoreLimits method; the hub shows them in
-// ServerStatus (Limits.store).
+// reports them as a LimitsLog; the hub shows them in ServerStatus
+// (Limits.store).
 type StoreLimits struct {
 	MaxBytes   int64
 	MaxAge     time.Duration

@@ -28,11 +28,11 @@ const rebuildProgress = 5 * time.Second
 // gives up when ctx ends (the process is told to stop while it starts).
 func (h *Hub) startLog(ctx context.Context) error {
 	h.epoch = h.log.Epoch()
-	if w, ok := h.log.(interface{ DedupeWindow() time.Duration }); ok {
+	if w, ok := h.log.(DedupeLog); ok {
 		// The Log deduplicates: ServerStatus reports its window.
 		h.cfg.DedupeWindow = w.DedupeWindow()
 	}
-	if s, ok := h.log.(interface{ StoreLimits() StoreLimits }); ok {
+	if s, ok := h.log.(LimitsLog); ok {
 		// The Log's retention: ServerStatus reports it.
 		l := s.StoreLimits()
 		h.store = &l
@@ -290,7 +290,7 @@ func (h *Hub) eventAt(ctx context.Context, seq uint64) (*Event, error) {
 	h.mu.RLock()
 	ev := h.ring.get(seq)
 	h.mu.RUnlock()
-	if ev != nil || h.log == nil {
+	if ev != nil {
 		return ev, nil
 	}
 	evs, err := h.log.Read(ctx, nil, seq, 1)
@@ -298,4 +298,105 @@ func (h *Hub) eventAt(ctx context.Context, seq uint64) (*Event, error) {
 		return nil, err
 	}
 	return evs[0], nil
+}
+
+// logStore is a Log behind the ring (see Log): the Log numbers and
+// deduplicates commits, the ring caches its newest, and statuses are per
+// replica and unpositioned.
+type logStore struct{ h *Hub }
+
+func (l logStore) start(ctx context.Context) error { return l.h.startLog(ctx) }
+
+func (l logStore) publishCommit(ctx context.Context, c Commit) (Receipt, error) {
+	indexFacts(c.Facts)
+	return l.h.publishLog(ctx, c)
+}
+
+func (l logStore) publishBatch(ctx context.Context, commits []Commit) ([]Receipt, error) {
+	return l.h.publishBatchLog(ctx, commits)
+}
+
+// outcome asks the Log (OutcomeLog); a Log that cannot tell answers
+// ErrOutcomeUnsupported.
+func (l logStore) outcome(ctx context.Context, key Key) (PublishOutcome, error) {
+	h := l.h
+	ol, ok := h.log.(OutcomeLog)
+	if !ok {
+		return PublishOutcome{}, ErrOutcomeUnsupported
+	}
+	o, err := ol.Outcome(ctx, key)
+	if err != nil {
+		h.failIfReplaced(err)
+		return PublishOutcome{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if o.Applied {
+		o.Receipt.Epoch, o.Receipt.Duplicate = h.epoch, false
+	}
+	if now := time.Now(); o.RememberedSince.After(now) {
+		o.RememberedSince = now // another clock's instant: never later than now
+	}
+	return o, nil
+}
+
+// boundsLocked: oldest is the Log's first seq (as last learnt, see
+// refreshRange).
+func (l logStore) boundsLocked() (oldest, head uint64) {
+	return min(l.h.logFirst, l.h.ring.oldest()), l.h.ring.head
+}
+
+// drainLocked remembers the head: other replicas keep appending, and this
+// one's streams end at the head it had when it started draining.
+func (l logStore) drainLocked() { l.h.drainHead = l.h.ring.head }
+
+func (l logStore) drainHeadLocked(head uint64) uint64 { return min(head, l.h.drainHead) }
+
+func (l logStore) classify(ctx context.Context, req Request) (classification, error) {
+	return l.h.classifyLog(ctx, req)
+}
+
+// seqAtTime searches the ring, and the Log's time index when the answer
+// may lie before the ring.
+func (l logStore) seqAtTime(ctx context.Context, t time.Time) (uint64, error) {
+	h := l.h
+	h.mu.RLock()
+	seq, ok := h.ring.seqAtTime(t, false)
+	h.mu.RUnlock()
+	if ok {
+		return seq, nil
+	}
+	seq, err := h.log.SeqAtTime(ctx, t)
+	switch {
+	case errors.Is(err, ErrTooOld):
+		return 0, ErrTooOld
+	case err != nil:
+		h.failIfReplaced(err)
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return seq, nil
+}
+
+// refusedTimeRange names the Log's range, as for a cursor below it.
+func (l logStore) refusedTimeRange(ctx context.Context, c *classification) error {
+	first, last, err := l.h.logRange(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	c.oldest, c.head = first, max(c.head, last)
+	return nil
+}
+
+// lappedLocked leaves the stream behind the ring: it reads on from the Log.
+func (l logStore) lappedLocked(*stream, uint64) {}
+
+func (l logStore) behind(ctx context.Context, s *stream, _, _ uint64) ([]*Event, error) {
+	return s.readLog(ctx)
+}
+
+// replicaStatus sends this replica's ServerStatus unpositioned (seq 0).
+func (l logStore) replicaStatus(s *stream) error {
+	h := l.h
+	h.mu.RLock()
+	st := h.statusLocked()
+	h.mu.RUnlock()
+	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: st}})
 }

@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -56,32 +55,7 @@ func (h *Hub) Outcome(ctx context.Context, key Key) (PublishOutcome, error) {
 	if key.Name == "" {
 		return PublishOutcome{}, ErrNoKey
 	}
-	if h.log != nil {
-		ol, ok := h.log.(OutcomeLog)
-		if !ok {
-			return PublishOutcome{}, ErrOutcomeUnsupported
-		}
-		o, err := ol.Outcome(ctx, key)
-		if err != nil {
-			h.failIfReplaced(err)
-			return PublishOutcome{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		if o.Applied {
-			o.Receipt.Epoch, o.Receipt.Duplicate = h.epoch, false
-		}
-		if now := time.Now(); o.RememberedSince.After(now) {
-			o.RememberedSince = now // another clock's instant: never later than now
-		}
-		return o, nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	now := time.Now()
-	o := PublishOutcome{RememberedSince: h.dedupe.rememberedSince(h.boot, now)}
-	if e := h.dedupe.lookup(key.ID(), now); e != nil {
-		o.Applied, o.Receipt, o.Topics = true, e.receipt, e.topics
-	}
-	return o, nil
+	return h.backend.outcome(ctx, key)
 }
 
 // CommitTopics is the distinct topics of a commit's facts, in the order

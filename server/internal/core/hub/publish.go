@@ -70,18 +70,7 @@ func (h *Hub) PublishCommit(ctx context.Context, c Commit) (Receipt, error) {
 	if err := checkFacts(-1, c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
 		return Receipt{}, err
 	}
-	if h.log != nil {
-		indexFacts(c.Facts)
-		return h.publishLog(ctx, c)
-	}
-	commits := [1]Commit{c}
-	var receipts [1]Receipt
-	client := "" // only a new key takes from a client's share
-	if c.IdempotencyKey != "" {
-		client = clientFrom(ctx)
-	}
-	err := h.publish(client, commits[:], receipts[:])
-	return receipts[0], err
+	return h.backend.publishCommit(ctx, c)
 }
 
 // ErrBatchUnsupported is returned by PublishBatch for a batch of more than
@@ -124,14 +113,7 @@ func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, er
 			return nil, err
 		}
 	}
-	if h.log != nil {
-		return h.publishBatchLog(ctx, commits)
-	}
-	receipts := make([]Receipt, len(commits))
-	if err := h.publish(clientFrom(ctx), commits, receipts); err != nil {
-		return nil, err
-	}
-	return receipts, nil
+	return h.backend.publishBatch(ctx, commits)
 }
 
 // indexFacts sets each fact's Index to its position in its commit.

@@ -2,8 +2,6 @@ package hub
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sort"
 	"time"
 )
@@ -39,24 +37,7 @@ func (h *Hub) nowLocked() time.Time {
 // head+1 when there is none. It returns ErrTooOld when events at or after t
 // may have left what is retained.
 func (h *Hub) seqAtTime(ctx context.Context, t time.Time) (uint64, error) {
-	h.mu.RLock()
-	seq, ok := h.ring.seqAtTime(t, h.log == nil)
-	h.mu.RUnlock()
-	switch {
-	case ok:
-		return seq, nil
-	case h.log == nil:
-		return 0, ErrTooOld
-	}
-	seq, err := h.log.SeqAtTime(ctx, t)
-	switch {
-	case errors.Is(err, ErrTooOld):
-		return 0, ErrTooOld
-	case err != nil:
-		h.failIfReplaced(err)
-		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	return seq, nil
+	return h.backend.seqAtTime(ctx, t)
 }
 
 // seqAtTime finds, by binary search, the first seq the ring holds whose

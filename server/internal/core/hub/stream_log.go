@@ -11,16 +11,7 @@ import (
 
 // replicaStatus sends, with a Log, this replica's ServerStatus unpositioned
 // (seq 0) at the start of a stream; in memory statuses are in the ring.
-func (s *stream) replicaStatus() error {
-	h := s.h
-	if h.log == nil {
-		return nil
-	}
-	h.mu.RLock()
-	st := h.statusLocked()
-	h.mu.RUnlock()
-	return s.control(&ringcastv1.SubscribeEventsResponse{Event: &ringcastv1.SubscribeEventsResponse_ServerStatus{ServerStatus: st}})
-}
+func (s *stream) replicaStatus() error { return s.h.backend.replicaStatus(s) }
 
 // maxLogBatch bounds how many commits a stream behind the ring reads from
 // the Log per request: each read is a round trip, so it is larger than the

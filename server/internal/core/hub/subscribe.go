@@ -423,25 +423,19 @@ func (s *stream) read(ctx context.Context) (batch []*Event, draining bool, wake 
 	h := s.h
 	h.mu.RLock()
 	oldest, head := h.ring.oldest(), h.ring.head
-	if s.next < oldest && h.log == nil && s.match != nil && !h.ring.evicted.missed(s.req.Topics, s.next) {
-		// Lapped, but the filter would have skipped everything that
-		// left the ring: cover it and read on from oldest.
-		s.next, s.coveredAt, s.coveredFP = oldest, h.ring.evicted.lastAt, h.fingerprintLocked(oldest-1)
+	if s.next < oldest {
+		// Lapped: in memory, covered when the filter would have
+		// skipped everything that left the ring.
+		h.backend.lappedLocked(s, oldest)
 	}
 	if s.next < oldest {
 		h.mu.RUnlock()
-		if h.log != nil {
-			batch, err = s.readLog(ctx)
-			return batch, false, nil, err
-		}
-		h.cfg.Observer.Lagged(s.req.Face)
-		return nil, false, nil, s.resync(ringcastv1.Reason_REASON_SUBSCRIBER_LAGGING, s.next-1, oldest, head)
+		batch, err = h.backend.behind(ctx, s, oldest, head)
+		return batch, false, nil, err
 	}
 	draining = h.state != ringcastv1.ServerState_SERVER_STATE_SERVING
-	if draining && h.log != nil {
-		// Other replicas keep appending: this one's streams end
-		// at the head it had when it started draining.
-		head = min(head, h.drainHead)
+	if draining {
+		head = h.backend.drainHeadLocked(head)
 	}
 	to := min(head, s.next+maxBatch-1)
 	if s.req.UntilSeq > 0 {

@@ -1,253 +1,43 @@
 package natslog_test
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
-
-	"connectrpc.com/connect"
 
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/app"
-	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/sse"
+	"github.com/ringcast/ringcast/server/internal/store/storetest"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
-// stores are the stores the contract rows run on: each returns the config
-// of a fresh server.
-var stores = []struct {
-	name   string
-	config func(t *testing.T) app.Config
-}{
-	{"memory", func(*testing.T) app.Config { return ringtest.Config() }},
-	{"embedded", func(t *testing.T) app.Config {
-		cfg := ringtest.Config()
-		cfg.Window = 4 // so that resumes also read from the stream
-		cfg.Store = app.Store{Kind: app.StoreEmbedded, DataDir: t.TempDir()}
-		return cfg
-	}},
-}
+// stores are the stores this package's contract rows run on: memory, and
+// JetStream on an embedded nats-server of the server's own (--store
+// embedded). Their configs are the conformance suite's (storetest.Config).
+var stores = []ringtest.Store{ringtest.Memory, ringtest.Embedded}
 
 func forEachStoreAndProtocol(t *testing.T, f func(t *testing.T, store string, cfg app.Config, p ringcast.Protocol)) {
-	for _, st := range stores {
-		for _, p := range ringtest.Protocols {
-			t.Run(st.name+"/"+string(p), func(t *testing.T) { f(t, st.name, st.config(t), p) })
-		}
-	}
-}
-
-func rpcPublish(t *testing.T, c ringcastv1connect.EventServiceClient, key string, facts ...*ringcastv1.Fact) *ringcastv1.PublishResponse {
-	t.Helper()
-	res, err := c.Publish(context.Background(), connect.NewRequest(&ringcastv1.PublishRequest{Facts: facts, IdempotencyKey: key}))
-	if err != nil {
-		t.Fatalf("publish: %v", err)
-	}
-	return res.Msg
-}
-
-// read subscribes and reads until the stream ends OK or stop accepts a
-// message; it checks positioned seqs strictly increase and returns the
-// commit seqs and every message.
-func read(t *testing.T, c ringcastv1connect.EventServiceClient, req *ringcastv1.SubscribeEventsRequest, stop func(*ringcastv1.SubscribeEventsResponse) bool) ([]uint64, []*ringcastv1.SubscribeEventsResponse) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := c.SubscribeEvents(ctx, connect.NewRequest(req))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var msgs []*ringcastv1.SubscribeEventsResponse
-	var commits []uint64
-	var last uint64
-	for s.Receive() {
-		m := s.Msg()
-		msgs = append(msgs, m)
-		if m.Seq > 0 {
-			if m.Seq <= last {
-				t.Fatalf("positioned seq %d after %d", m.Seq, last)
-			}
-			last = m.Seq
-		}
-		if m.GetCommit() != nil {
-			commits = append(commits, m.Seq)
-		}
-		if stop != nil && stop(m) {
-			return commits, msgs
-		}
-	}
-	if err := s.Err(); err != nil {
-		t.Fatalf("stream ended with %v", err)
-	}
-	return commits, msgs
-}
-
-// TestContractOnEveryStore runs the core rows of the subscribe contract on
-// every store and protocol: snapshot then live, resume after a cursor
-// (older than the ring with a durable store; also over SSE by
-// Last-Event-ID), epoch mismatch, cursor ahead, idempotent publish, latest
-// per key.
-func TestContractOnEveryStore(t *testing.T) {
-	forEachStoreAndProtocol(t, func(t *testing.T, store string, cfg app.Config, p ringcast.Protocol) {
-		srv := ringtest.Start(t, cfg)
-		c := srv.Client(p)
-		var seqs []uint64
-		for i := range 8 {
-			seqs = append(seqs, rpcPublish(t, c, "", fact("g/a", "k", i)).Seq)
-		}
-		epoch := srv.Hub().Epoch()
-		head := seqs[7]
-
-		// Snapshot, CaughtUp, then a live commit.
-		live := make(chan uint64, 1)
-		go func() {
-			commits, _ := read(t, c, &ringcastv1.SubscribeEventsRequest{}, func(m *ringcastv1.SubscribeEventsResponse) bool {
-				return m.GetCommit() != nil && m.Seq > head
-			})
-			live <- commits[len(commits)-1]
-		}()
-		next := rpcPublish(t, c, "", fact("g/a", "k", 8)).Seq
-		if got := ringtest.Wait(t, live, 20*time.Second, "live commit"); got != next {
-			t.Fatalf("live commit %d, want %d", got, next)
-		}
-
-		// Resume after the second commit: the rest, once, in order.
-		commits, msgs := read(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: seqs[1], InstanceEpoch: epoch, EndAtHead: true}, nil)
-		want := append(append([]uint64(nil), seqs[2:]...), next)
-		if !equal(commits, want) || msgs[len(msgs)-1].GetCaughtUp() == nil {
-			t.Fatalf("resume after %d: commits %v, want %v then CaughtUp", seqs[1], commits, want)
-		}
-
-		// The same resume over SSE, by Last-Event-ID (once per store).
-		if p == ringcast.ProtocolConnect {
-			ids := sseUntil(t, srv.URL, sse.FormatID(epoch, seqs[1], 0), sse.FormatID(epoch, next, 0))
-			var wantIDs []string
-			for _, s := range want {
-				wantIDs = append(wantIDs, sse.FormatID(epoch, s, 0))
-			}
-			if fmt.Sprint(positions(ids)) != fmt.Sprint(wantIDs) {
-				t.Fatalf("SSE resume after %d: ids %v, want %v", seqs[1], ids, wantIDs)
-			}
-		}
-
-		// Another epoch's cursor, and a cursor ahead of head.
-		_, msgs = read(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: 1, InstanceEpoch: epoch + 1}, nil)
-		if rr := msgs[len(msgs)-1].GetResyncRequired(); rr.GetReason() != ringcastv1.Reason_REASON_EPOCH_MISMATCH {
-			t.Fatalf("other epoch: %v, want EPOCH_MISMATCH", msgs)
-		}
-		_, msgs = read(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: next + 10, InstanceEpoch: epoch}, nil)
-		if rr := msgs[len(msgs)-1].GetResyncRequired(); rr.GetReason() != ringcastv1.Reason_REASON_CURSOR_AHEAD {
-			t.Fatalf("cursor ahead: %v, want CURSOR_AHEAD", msgs)
-		}
-
-		// Idempotent publish.
-		r1 := rpcPublish(t, c, "once", fact("g/b", "b", 1))
-		r2 := rpcPublish(t, c, "once", fact("g/b", "b", 1))
-		if r1.Duplicate || !r2.Duplicate || r2.Seq != r1.Seq || !r2.EventTime.AsTime().Equal(r1.EventTime.AsTime()) {
-			t.Fatalf("receipts %v then %v, want the second a duplicate of the first", r1, r2)
-		}
-
-		// Latest per key.
-		_, msgs = read(t, c, &ringcastv1.SubscribeEventsRequest{Snapshot: ringcastv1.Snapshot_SNAPSHOT_LATEST_PER_KEY, EndAtHead: true}, nil)
-		latest := map[string]float64{}
-		for _, m := range msgs {
-			for _, f := range m.GetCommit().GetFacts() {
-				latest[f.Key] = f.GetData().Fields["n"].GetNumberValue()
-			}
-		}
-		if len(latest) != 2 || latest["k"] != 8 || latest["b"] != 1 {
-			t.Fatalf("%s: latest per key %v, want k=8 b=1", store, latest)
-		}
+	storetest.ForEachStoreAndProtocol(t, stores, func(t *testing.T, st ringtest.Store, cfg app.Config, p ringcast.Protocol) {
+		f(t, st.Name, cfg, p)
 	})
 }
 
-// TestRestartKeepsCursorsOnDurableStores: after a restart a durable store
-// serves the old cursor (same epoch, no resync); memory answers
-// EPOCH_MISMATCH, as it always has.
-func TestRestartKeepsCursorsOnDurableStores(t *testing.T) {
-	forEachStoreAndProtocol(t, func(t *testing.T, store string, cfg app.Config, p ringcast.Protocol) {
-		srv := ringtest.Start(t, cfg)
-		c := srv.Client(p)
-		var seqs []uint64
-		for i := range 6 {
-			seqs = append(seqs, rpcPublish(t, c, "k"+string(rune('a'+i)), fact("g/a", "k", i)).Seq)
-		}
-		epoch := srv.Hub().Epoch()
-		srv.Restart()
-		c = srv.Client(p)
-		commits, msgs := read(t, c, &ringcastv1.SubscribeEventsRequest{SinceSeq: seqs[1], InstanceEpoch: epoch, EndAtHead: true}, nil)
-		if store == "memory" {
-			if rr := msgs[len(msgs)-1].GetResyncRequired(); rr.GetReason() != ringcastv1.Reason_REASON_EPOCH_MISMATCH {
-				t.Fatalf("memory after restart: %v, want EPOCH_MISMATCH", msgs)
-			}
-			return
-		}
-		if srv.Hub().Epoch() != epoch || !equal(commits, seqs[2:]) {
-			t.Fatalf("after restart: epoch %x (was %x), commits %v, want %v", srv.Hub().Epoch(), epoch, commits, seqs[2:])
-		}
-		if r := rpcPublish(t, c, "kc", fact("g/a", "k", 2)); !r.Duplicate || r.Seq != seqs[2] {
-			t.Fatalf("retried key after restart: %v, want a duplicate of seq %d", r, seqs[2])
-		}
-	})
-}
+// The suite's helpers, as this package's rows call them.
+var (
+	rpcPublish = storetest.Publish
+	read       = storetest.Read
+	sseUntil   = storetest.SSEUntil
+	positions  = storetest.Positions
+)
 
-// sseUntil opens /events on base with Last-Event-ID lastID and returns the
-// ids of the commit frames up to and including wantID.
-// positions is ids less their fingerprints.
-func positions(ids []string) []string {
-	var out []string
-	for _, id := range ids {
-		ep, seq, _, _ := sse.ParseLastEventID(id)
-		out = append(out, sse.FormatID(ep, seq, 0))
-	}
-	return out
-}
-
-func sseUntil(t *testing.T, base, lastID, wantID string) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events", nil)
-	req.Header.Set("Last-Event-ID", lastID)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var ids []string
-	var id, event string
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			id = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case line == "":
-			if event == names.EventGap {
-				t.Fatalf("gap resuming %s", lastID)
-			}
-			if event == names.EventCommit {
-				ids = append(ids, id)
-				if ep, seq, fp, err := sse.ParseLastEventID(id); err != nil || fp == 0 {
-					t.Fatalf("commit id %q: %v, or no fingerprint", id, err)
-				} else if sse.FormatID(ep, seq, 0) == wantID {
-					return ids
-				}
-			}
-			id, event = "", ""
-		}
-	}
-	t.Fatalf("stream ended before %s: %v", wantID, sc.Err())
-	return nil
+// TestEmbeddedPassesTheSuite runs the stream contract on the embedded
+// store (memory and JetStream on a shared nats-server run it in
+// storetest).
+func TestEmbeddedPassesTheSuite(t *testing.T) {
+	storetest.Run(t, ringtest.Embedded)
 }
 
 // TestCursorFromOneReplicaResumesOnAnother: two ringcast replicas on one

@@ -76,6 +76,15 @@ var Memory = Store{Name: app.StoreMemory, use: func(_ testing.TB, _ Store, cfg a
 // the ring also leaves the stream, as it leaves the memory store.
 var JetStream = Store{Name: "jetstream", Durable: true, use: useJetStream}
 
+// Embedded is a durable store on an embedded nats-server of its own (the
+// server's --store embedded), its JetStream files in a directory of the
+// test's: a Restart of its server keeps them, hence its epoch and seqs. Its
+// stream has the default limits (Retaining does not apply).
+var Embedded = Store{Name: app.StoreEmbedded, Durable: true, use: func(t testing.TB, _ Store, cfg app.Config) app.Config {
+	cfg.Store = app.Store{Kind: app.StoreEmbedded, DataDir: t.TempDir()}
+	return cfg
+}}
+
 // Stores are the stores every contract test runs on.
 var Stores = []Store{Memory, JetStream}
 

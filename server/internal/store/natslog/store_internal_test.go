@@ -1,4 +1,4 @@
-package app
+package natslog
 
 import (
 	"context"
@@ -8,33 +8,32 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/store/natslog"
 )
 
-// openStoreLog opens a storeLog on an embedded nats-server, with now as its
+// openStore opens a Store on an embedded nats-server, with now as its
 // clock.
-func openStoreLog(t *testing.T, now func() time.Time) *storeLog {
+func openStore(t *testing.T, now func() time.Time) *Store {
 	t.Helper()
-	ns, err := natslog.StartServer(natslog.EmbeddedOptions(t.TempDir()))
+	ns, err := StartServer(EmbeddedOptions(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := natslog.ConnectEmbedded(ns)
+	nc, err := ConnectEmbedded(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := natslog.Open(ctx, nc, natslog.Options{})
+	l, err := Open(ctx, nc, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &storeLog{Log: l, nc: nc, now: now}
+	return &Store{Log: l, nc: nc, now: now}
 }
 
-func wantAvailable(t *testing.T, l *storeLog, want bool, what string) {
+func wantAvailable(t *testing.T, l *Store, want bool, what string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -49,9 +48,9 @@ func wantAvailable(t *testing.T, l *storeLog, want bool, what string) {
 // an append is refused again.
 func TestStorageExhaustedHoldsReadinessOffForABoundedTime(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := openStoreLog(t, func() time.Time { return now })
+	l := openStore(t, func() time.Time { return now })
 	wantAvailable(t, l, true, "a new store")
-	exhausted := func() { l.note(fmt.Errorf("%w: %w", natslog.ErrStoreFull, natslog.ErrStorageExhausted)) }
+	exhausted := func() { l.note(fmt.Errorf("%w: %w", ErrStoreFull, ErrStorageExhausted)) }
 	exhausted()
 	wantAvailable(t, l, false, "after an append refused for want of storage")
 	now = now.Add(storeFullHold - time.Second)
@@ -69,8 +68,8 @@ func TestStorageExhaustedHoldsReadinessOffForABoundedTime(t *testing.T) {
 // the stream's contents change.
 func TestStreamFullHoldsReadinessOffUntilTheStreamChanges(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := openStoreLog(t, func() time.Time { return now })
-	l.note(fmt.Errorf("%w: maximum bytes exceeded", natslog.ErrStoreFull))
+	l := openStore(t, func() time.Time { return now })
+	l.note(fmt.Errorf("%w: maximum bytes exceeded", ErrStoreFull))
 	wantAvailable(t, l, false, "after an append refused by the stream's limits")
 	wantAvailable(t, l, false, "the stream unchanged")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
