@@ -8,6 +8,8 @@ package epoch
 import (
 	"crypto/rand"
 	"encoding/binary"
+
+	"github.com/ringcast/ringcast/server/internal/core/hexword"
 )
 
 // Len is the length of an epoch's text form.
@@ -31,30 +33,8 @@ func New() (uint64, error) {
 func Format(e uint64) string { return string(Append(nil, e)) }
 
 // Append appends Format(e) to b.
-func Append(b []byte, e uint64) []byte {
-	const hex = "0123456789abcdef"
-	for shift := 60; shift >= 0; shift -= 4 {
-		b = append(b, hex[e>>shift&0xf])
-	}
-	return b
-}
+func Append(b []byte, e uint64) []byte { return hexword.Append(b, e, Len) }
 
 // Parse reads an epoch's text form. It is strict: exactly 16 lower-case
 // hex digits, so every accepted text formats back to itself.
-func Parse(s string) (e uint64, ok bool) {
-	if len(s) != Len {
-		return 0, false
-	}
-	for i := 0; i < Len; i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			e = e<<4 | uint64(c-'0')
-		case 'a' <= c && c <= 'f':
-			e = e<<4 | uint64(c-'a'+10)
-		default:
-			return 0, false
-		}
-	}
-	return e, true
-}
+func Parse(s string) (e uint64, ok bool) { return hexword.Parse(s, Len) }

@@ -22,6 +22,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"time"
+
+	"github.com/ringcast/ringcast/server/internal/core/hexword"
 )
 
 // Len is the length of a fingerprint's text form.
@@ -61,31 +63,12 @@ func Position(seq uint64, at time.Time) uint32 {
 func Format(fp uint32) string { return string(Append(nil, fp)) }
 
 // Append appends Format(fp) to b.
-func Append(b []byte, fp uint32) []byte {
-	const hex = "0123456789abcdef"
-	for shift := 28; shift >= 0; shift -= 4 {
-		b = append(b, hex[fp>>shift&0xf])
-	}
-	return b
-}
+func Append(b []byte, fp uint32) []byte { return hexword.Append(b, uint64(fp), Len) }
 
 // Parse reads a fingerprint's text form. It is strict: exactly 8
 // lower-case hex digits, not all zero (0 is no fingerprint, written by
 // leaving the text out), so every accepted text formats back to itself.
 func Parse(s string) (fp uint32, ok bool) {
-	if len(s) != Len {
-		return 0, false
-	}
-	for i := 0; i < Len; i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			fp = fp<<4 | uint32(c-'0')
-		case 'a' <= c && c <= 'f':
-			fp = fp<<4 | uint32(c-'a'+10)
-		default:
-			return 0, false
-		}
-	}
-	return fp, fp != 0
+	v, ok := hexword.Parse(s, Len)
+	return uint32(v), ok && v != 0
 }
