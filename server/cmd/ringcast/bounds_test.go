@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/settings"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 )
 
 // serveFlagSet is serve's flag set with its defaults.
@@ -134,7 +135,7 @@ func TestServeRefusesValuesOutOfBounds(t *testing.T) {
 			} else {
 				args = append(args, "--"+tc[0], tc[1])
 			}
-			var stderr syncBuffer
+			var stderr logbuf.Buffer
 			exit := make(chan int, 1)
 			go func() { exit <- run(args, strings.NewReader(""), &bytes.Buffer{}, &stderr) }()
 			select {

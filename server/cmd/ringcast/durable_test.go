@@ -16,6 +16,7 @@ import (
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 )
 
 // startChild runs "ringcast serve args..." as a process of its own (this
@@ -25,7 +26,7 @@ func startChild(t *testing.T, args ...string) (*exec.Cmd, string, string) {
 	a, _ := json.Marshal(append([]string{"serve"}, args...))
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
-	var stderr syncBuffer
+	var stderr logbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

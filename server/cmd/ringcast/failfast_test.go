@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -140,7 +141,7 @@ func TestRetryKeepsTrying(t *testing.T) {
 			url := notRingcast(t, u)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var stderr syncBuffer
+			var stderr logbuf.Buffer
 			done := make(chan error, 1)
 			go func() { done <- runClientCmd(ctx, cmd, []string{"--server", url, "--retry"}, &stderr) }()
 			for range 3 { // three attempts: it retried twice
@@ -193,7 +194,7 @@ func TestRetryKeepsTrying(t *testing.T) {
 
 // runClientCmd runs a client command in process with ctx, its stdout
 // dropped.
-func runClientCmd(ctx context.Context, cmd string, args []string, stderr *syncBuffer) error {
+func runClientCmd(ctx context.Context, cmd string, args []string, stderr *logbuf.Buffer) error {
 	var out bytes.Buffer
 	switch cmd {
 	case "tail":

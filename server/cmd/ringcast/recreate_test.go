@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 )
 
 // TestServeExitsNonZeroWhenItsStreamIsCreatedAgain: `ringcast serve
@@ -26,7 +27,7 @@ func TestServeExitsNonZeroWhenItsStreamIsCreatedAgain(t *testing.T) {
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	url := "nats://" + ns.Addr().String()
-	var stderr syncBuffer
+	var stderr logbuf.Buffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- run([]string{"serve", "--addr", "127.0.0.1:0", "--demo=false", "--store", "jetstream", "--nats-url", url}, strings.NewReader(""), &bytes.Buffer{}, &stderr)

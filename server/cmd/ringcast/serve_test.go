@@ -5,29 +5,12 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServeLogsBindReadsEnvAndDrainsOnSIGTERM runs "ringcast serve" in
 // process: it logs one line with the address and the epoch, takes flags
@@ -37,7 +20,7 @@ func TestServeLogsBindReadsEnvAndDrainsOnSIGTERM(t *testing.T) {
 	t.Setenv("RINGCAST_WINDOW", "77")
 	t.Setenv("RINGCAST_DEMO", "false")
 	t.Setenv("RINGCAST_ADDR", "127.0.0.1:1") // overridden by --addr below
-	var stderr syncBuffer
+	var stderr logbuf.Buffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- run([]string{"serve", "--addr", "127.0.0.1:0", "--heartbeat", "1h"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
@@ -110,7 +93,7 @@ func TestBadFlagsAndEnvAreUsageErrors(t *testing.T) {
 // TestServeLogsJSONLines runs "ringcast serve --log-format json": each log
 // line is one JSON object; the bind line carries msg, addr, url and epoch.
 func TestServeLogsJSONLines(t *testing.T) {
-	var stderr syncBuffer
+	var stderr logbuf.Buffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- run([]string{"serve", "--addr", "127.0.0.1:0", "--demo=false", "--log-format", "json"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)

@@ -15,6 +15,7 @@ import (
 	"github.com/ringcast/ringcast/clients/go/ringcast"
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -46,7 +47,7 @@ func TestProbesWhileServing(t *testing.T) {
 func TestShutdownTellsHealthWatchersAndEndsThem(t *testing.T) {
 	cfg := ringtest.Config()
 	cfg.ShutdownGrace = time.Minute
-	var log lockedBuffer
+	var log logbuf.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	srv := ringtest.Start(t, cfg)
 

@@ -18,6 +18,7 @@ import (
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -110,7 +111,7 @@ func TestCommitAboveExternalMaxPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	cfg := ringtest.Config()
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc, NATSMaxBytes: -1, NATSMaxAge: -1}

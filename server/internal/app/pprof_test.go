@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,37 +8,19 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ringcast/ringcast/server/internal/app"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
-
-// lockedBuffer is an io.Writer safe for a logger and a test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // runLogged runs app.Run with cfg until the test ends and returns the
 // submatches of the first log line matching re.
 func runLogged(t *testing.T, cfg app.Config, re *regexp.Regexp) []string {
 	t.Helper()
-	var log lockedBuffer
+	var log logbuf.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -22,6 +22,7 @@ import (
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
 	"github.com/ringcast/ringcast/server/internal/testkit/bind"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -274,7 +275,7 @@ func TestAWatchToldOfAnOutageNeverHoldsShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	var log lockedBuffer
+	var log logbuf.Buffer
 	cfg := ringtest.Config()
 	cfg.Store = app.Store{Kind: app.StoreJetStream, NATSConn: nc}
 	cfg.ShutdownGrace = time.Hour

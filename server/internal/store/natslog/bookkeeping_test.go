@@ -16,6 +16,7 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 )
 
 // metaStream is the stream behind the bookkeeping bucket.
@@ -111,7 +112,7 @@ func TestLostBookkeepingIsCheckedLikeTheCommits(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			var logs lockedBuffer
+			var logs logbuf.Buffer
 			start := func(opts natslog.Options) (*natslog.Log, error) {
 				_, nc := embedded(t, dir)
 				opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))

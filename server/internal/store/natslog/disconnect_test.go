@@ -1,10 +1,8 @@
 package natslog_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,26 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger's writes from NATS's
-// callback goroutine and the test's reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCleanCloseIsNotALostConnection: closing the connection, as ringcast
 // does when it stops, logs no WARN (the close at Debug), while a server
@@ -45,7 +25,7 @@ func TestCleanCloseIsNotALostConnection(t *testing.T) {
 		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 		return ns
 	}
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	ns := start()

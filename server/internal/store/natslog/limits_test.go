@@ -14,6 +14,7 @@ import (
 	"github.com/ringcast/ringcast/server/internal/app"
 	"github.com/ringcast/ringcast/server/internal/settings"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
 
@@ -57,14 +58,14 @@ func TestDurableStoreStartsBounded(t *testing.T) {
 		}
 		return out
 	}
-	start := func(t *testing.T, dir string, maxBytes int64, maxAge time.Duration) (*ringtest.Server, *lockedBuffer) {
+	start := func(t *testing.T, dir string, maxBytes int64, maxAge time.Duration) (*ringtest.Server, *logbuf.Buffer) {
 		cfg := ringtest.Config()
 		cfg.Store = app.Store{Kind: app.StoreEmbedded, DataDir: dir, NATSMaxBytes: maxBytes, NATSMaxAge: maxAge}
-		logs := &lockedBuffer{}
+		logs := &logbuf.Buffer{}
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		return ringtest.Start(t, cfg), logs
 	}
-	warned := func(logs *lockedBuffer, what string) bool {
+	warned := func(logs *logbuf.Buffer, what string) bool {
 		for _, line := range strings.Split(logs.String(), "\n") {
 			if strings.Contains(line, "level=WARN") && strings.Contains(line, what) {
 				return true

@@ -1,36 +1,17 @@
 package natslog_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
 	"github.com/ringcast/ringcast/server/internal/store/natslog"
+	"github.com/ringcast/ringcast/server/internal/testkit/logbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // cursorAt is a consumer's cursor after commit seq: the epoch, the seq and
 // the fingerprint the stream gave it there.
@@ -110,7 +91,7 @@ func TestARestoredOlderCopyCannotCarryACursorOntoOtherCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	{
-		var logs syncBuffer
+		var logs logbuf.Buffer
 		ns, nc := embedded(t, dir)
 		l := openLog(t, nc, natslog.Options{})
 		if l.Epoch() != epoch {
