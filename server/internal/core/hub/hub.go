@@ -234,6 +234,10 @@ type Hub struct {
 	drainHead uint64
 	logFirst  uint64 // a Log's first seq when last asked
 	ingested  int64  // bytes of the commits taken from a Log (guarded by mu): the rebuild logs its rate
+	// own is an EchoLog's own commits taken out of order (own.go), guarded
+	// by mu; heldHead is the ring's head as Intake.Held reads it without mu.
+	own      ownCommits
+	heldHead atomic.Uint64
 
 	kick        chan struct{} // capacity 1: "head advanced", to the notifier
 	done        chan struct{} // closed by Close: every stream ends
@@ -517,5 +521,15 @@ func (h *Hub) Close() {
 			h.stopFollow()
 		}
 		h.notifierWG.Wait()
+		if f, ok := h.log.(FlushLog); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), flushWait)
+			if err := f.Flush(ctx); err != nil {
+				h.cfg.Logger.Warn("the store could not finish its bookkeeping before the hub closed", "err", err)
+			}
+			cancel()
+		}
 	})
 }
+
+// flushWait bounds how long Close waits for a FlushLog's Flush.
+const flushWait = 5 * time.Second

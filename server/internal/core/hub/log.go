@@ -65,8 +65,10 @@ type Log interface {
 // A Log's capabilities beyond storing are each a method of a named
 // interface the hub (and the server around it) asks for by name:
 // BatchLog (atomic batches), OutcomeLog (a key's outcome), DedupeLog (its
-// duplicate window), LimitsLog (its retention) and AvailabilityLog
-// (whether it takes commits now). A Log that lacks one does not
+// duplicate window), LimitsLog (its retention), AvailabilityLog
+// (whether it takes commits now), EchoLog (its own commits handed over
+// from their acknowledgement, own.go) and FlushLog (work it finishes
+// after acknowledging). A Log that lacks one does not
 // implement it, and the hub answers for it: ErrBatchUnsupported,
 // ErrOutcomeUnsupported, the hub's own DedupeWindow, no store limits,
 // always available.
@@ -77,6 +79,14 @@ type Log interface {
 type DedupeLog interface {
 	Log
 	DedupeWindow() time.Duration
+}
+
+// FlushLog is a Log that finishes work of its own after an append returned
+// (its bookkeeping, say): Flush waits for it, and the hub calls it when it
+// closes, so that a clean stop leaves the Log's records whole.
+type FlushLog interface {
+	Log
+	Flush(ctx context.Context) error
 }
 
 // LimitsLog is a Log with retention limits: ServerStatus reports them

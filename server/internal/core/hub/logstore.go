@@ -48,7 +48,12 @@ func (h *Hub) startLog(ctx context.Context) error {
 		from = last - uint64(h.cfg.Rebuild) + 1
 	}
 	h.ring = newRingAfter(h.cfg.Window, h.cfg.MaxRingBytes, from-1)
+	h.heldHead.Store(from - 1)
 	h.logFirst = first
+	if el, ok := h.log.(EchoLog); ok {
+		// The Log's own commits enter the ring from their acknowledgement.
+		el.Echo(Intake{Take: h.take, Held: h.held})
+	}
 	h.notifierWG.Add(3)
 	go h.notify()
 	followCtx, stop := context.WithCancel(context.Background())
@@ -202,10 +207,10 @@ func (h *Hub) ingest(ev *Event) {
 		h.mu.Unlock()
 		return // already held (a Follow resumed before its position)
 	}
+	h.enterOwnLocked(ev.Seq) // own commits taken beyond holes before ev
 	h.ring.skipTo(ev.Seq - 1)
 	h.ingested += ev.size
-	h.ring.push(ev)
-	h.keys.apply(ev)
+	h.pushLocked(ev)
 	h.mu.Unlock()
 	h.signal()
 }

@@ -55,6 +55,9 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 	if err := l.refuseUnbooked(); err != nil {
 		return nil, err
 	}
+	if err := l.markFailure(); err != nil {
+		return nil, err
+	}
 	rs := make([]hub.Receipt, len(commits))
 	done := make([]bool, len(commits)) // rs[i] is known: a duplicate
 	repeat := make(map[int]int)        // commit index -> earlier commit with its key
@@ -86,15 +89,17 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 			break
 		}
 		known := l.head.Load()
-		last, err := l.publishBatch(ctx, at, commits, pending)
+		last, crcs, err := l.publishBatch(ctx, at, commits, pending)
 		if err == nil {
-			if first := last - uint64(len(pending)-1); first <= known {
+			first := last - uint64(len(pending)-1)
+			if first <= known {
 				return nil, l.replacedAck(first, known) // see replacedAck
 			}
 			l.saw(last)
-			if err := l.mark(ctx, last); err != nil {
-				return nil, l.condition(err)
+			for k, i := range pending {
+				l.echo(first+uint64(k), at, commits[i], crcs[k])
 			}
+			l.raise(last)
 			for k, i := range pending {
 				rs[i] = hub.Receipt{Seq: last - uint64(len(pending)-1-k), Time: at}
 			}
@@ -172,33 +177,36 @@ type pubAck struct {
 }
 
 // publishBatch publishes commits[i] for i in pending as one atomic batch and
-// returns the stream sequence of the last. Only the commit message asks for
-// an answer; JetStream abandons a batch that misses a message.
-func (l *Log) publishBatch(ctx context.Context, at time.Time, commits []hub.Commit, pending []int) (uint64, error) {
+// returns the stream sequence of the last, and each message's checksum.
+// Only the commit message asks for an answer; JetStream abandons a batch
+// that misses a message.
+func (l *Log) publishBatch(ctx context.Context, at time.Time, commits []hub.Commit, pending []int) (uint64, []uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
 	id := nats.NewInbox()[len(nats.InboxPrefix):] // a unique id of ≤ 64 characters
+	crcs := make([]uint32, len(pending))
 	for k, i := range pending {
-		m, err := l.message(at, commits[i])
+		m, crc, err := l.message(at, commits[i])
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
+		crcs[k] = crc
 		m.Header.Set("Nats-Batch-Id", id)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(k+1))
 		if k < len(pending)-1 {
 			if err := l.nc.PublishMsg(m); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			continue
 		}
 		m.Header.Set("Nats-Batch-Commit", "1")
 		resp, err := l.nc.RequestMsgWithContext(ctx, m)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		var ack pubAck
 		if err := json.Unmarshal(resp.Data, &ack); err != nil {
-			return 0, fmt.Errorf("atomic batch publish: bad answer: %w", err)
+			return 0, nil, fmt.Errorf("atomic batch publish: bad answer: %w", err)
 		}
 		if ack.Error != nil {
 			switch ack.Error.ErrorCode {
@@ -206,16 +214,16 @@ func (l *Log) publishBatch(ctx context.Context, at time.Time, commits []hub.Comm
 				l.mu.Lock()
 				l.atomic = false
 				l.mu.Unlock()
-				return 0, fmt.Errorf("%w (JetStream stream %q does not allow atomic publish: set allow_atomic on it)", hub.ErrBatchUnsupported, l.opts.Stream)
+				return 0, nil, fmt.Errorf("%w (JetStream stream %q does not allow atomic publish: set allow_atomic on it)", hub.ErrBatchUnsupported, l.opts.Stream)
 			case errAtomicTooLarge:
-				return 0, fmt.Errorf("%w (%d new commits: %s; raise the server's jetstream batch limit max_msgs)", hub.ErrBatchUnsupported, len(pending), ack.Error.Description)
+				return 0, nil, fmt.Errorf("%w (%d new commits: %s; raise the server's jetstream batch limit max_msgs)", hub.ErrBatchUnsupported, len(pending), ack.Error.Description)
 			}
-			return 0, fmt.Errorf("atomic batch publish: %w", ack.Error)
+			return 0, nil, fmt.Errorf("atomic batch publish: %w", ack.Error)
 		}
 		if ack.BatchID != id || ack.Count != len(pending) || ack.Seq < uint64(len(pending)) {
-			return 0, fmt.Errorf("atomic batch publish: answer %+v for a batch of %d", ack, len(pending))
+			return 0, nil, fmt.Errorf("atomic batch publish: answer %+v for a batch of %d", ack, len(pending))
 		}
-		return ack.Seq, nil
+		return ack.Seq, crcs, nil
 	}
-	return 0, errors.New("atomic batch publish: empty batch")
+	return 0, nil, errors.New("atomic batch publish: empty batch")
 }

@@ -184,8 +184,10 @@ func TestLostBookkeepingIsCheckedLikeTheCommits(t *testing.T) {
 // Log. Available names the bookkeeping (readiness turns off, saying why);
 // every commit after that is refused as unavailable before it reaches the
 // stream, with a message naming neither the bucket nor the stream. A
-// publish that came first is refused too (its mark cannot be recorded):
-// at most that one commit is stored, its outcome unknown to its publisher.
+// publish that came first is stored and acknowledged (its receipt is
+// true); the mark's writer, raising the mark after it, finds the record
+// gone (Flush waits for it here), and from then on commits are refused:
+// only the commits acknowledged before that are stored without their mark.
 func TestBookkeepingLostWhileServing(t *testing.T) {
 	for _, first := range []string{"available", "publish"} {
 		t.Run(first, func(t *testing.T) {
@@ -216,8 +218,13 @@ func TestBookkeepingLostWhileServing(t *testing.T) {
 			}
 			want := uint64(5)
 			if first == "publish" {
-				refused("p1")
-				want = 6 // stored before its mark failed
+				if r := publish(t, h, "p1", fact("t", "", 9)); r.Seq != 6 {
+					t.Fatalf("the publish before the loss was found: receipt %+v, want seq 6", r)
+				}
+				if err := l.Flush(ctx); !errors.Is(err, natslog.ErrStoreUnavailable) {
+					t.Fatalf("Flush with the bucket deleted: %v; want unavailable", err)
+				}
+				want = 6 // acknowledged before its mark's write found the record gone
 			}
 			err = l.Available(ctx)
 			var be *natslog.BookkeepingError

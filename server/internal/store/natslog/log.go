@@ -146,6 +146,40 @@ type Log struct {
 	// bookErr is set while the record is known to be lost (bookkeeping.go):
 	// commits are refused before they reach the stream.
 	bookErr atomic.Pointer[BookkeepingError]
+	// intake is the hub's, once it asked for the commits this Log stores
+	// (Echo); nil until then.
+	intake atomic.Pointer[hub.Intake]
+	// The mark's writer (mark.go, raise): wanted is the highest seq it was
+	// asked to record, marking is set while it runs, markErr is its last
+	// write's failure (nil: none).
+	wanted  atomic.Uint64
+	marking atomic.Bool
+	markErr atomic.Pointer[error]
+}
+
+var _ hub.EchoLog = (*Log)(nil)
+
+// Echo implements hub.EchoLog: from now on every commit Append and
+// AppendBatch store is handed to in.Take once JetStream acknowledged it,
+// and Follow goes past the commits in.Held reports without decoding them.
+func (l *Log) Echo(in hub.Intake) { l.intake.Store(&in) }
+
+// echo hands a commit this Log stored at seq to the hub's intake, as
+// decode would give it back from the stream.
+func (l *Log) echo(seq uint64, at time.Time, c hub.Commit, crc uint32) {
+	if in := l.intake.Load(); in != nil {
+		in.Take(l.event(seq, storedTime(at), c.Facts, c.Traceparent, crc))
+	}
+}
+
+// storedTime is at as the stream keeps it: a protobuf Timestamp, read back
+// in UTC without a monotonic reading.
+func storedTime(at time.Time) time.Time { return time.Unix(at.Unix(), int64(at.Nanosecond())).UTC() }
+
+// event is the hub's event of the commit stored at seq whose payload and
+// traceparent have the checksum crc (fingerprint.Sum).
+func (l *Log) event(seq uint64, at time.Time, facts []*ringcastv1.Fact, traceparent string, crc uint32) *hub.Event {
+	return hub.NewStoredCommitEvent(l.epoch, seq, at, facts, traceparent, fingerprint.Of(crc))
 }
 
 // saw records that the stream holds seq.
@@ -290,11 +324,14 @@ func (l *Log) Epoch() uint64 { return l.epoch }
 // Append implements hub.Log: the commit is one message, acknowledged by
 // JetStream before Append returns; its key is the Nats-Msg-Id.
 func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Receipt, error) {
-	m, err := l.message(at, c)
+	m, crc, err := l.message(at, c)
 	if err != nil {
 		return hub.Receipt{}, err
 	}
 	if err := l.refuseUnbooked(); err != nil {
+		return hub.Receipt{}, err
+	}
+	if err := l.markFailure(); err != nil {
 		return hub.Receipt{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
@@ -308,9 +345,10 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 		return hub.Receipt{}, l.replacedAck(ack.Sequence, known)
 	}
 	l.saw(ack.Sequence)
-	if err := l.mark(ctx, ack.Sequence); err != nil {
-		return hub.Receipt{}, l.condition(err)
+	if !ack.Duplicate {
+		l.echo(ack.Sequence, at, c, crc)
 	}
+	l.raise(ack.Sequence)
 	// A duplicate's PubAck carries the original's stream sequence (JetStream
 	// keeps it with the key for the duplicate window; a key whose original
 	// is still being stored is an error, retried by the client).
@@ -322,14 +360,14 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 
 // message is the stream message of one commit: the commit event in the
 // payload, its key as Nats-Msg-Id (msgID) with its request's digest
-// (digestHeader), its trace context as traceparent.
-func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
+// (digestHeader), its trace context as traceparent; and its checksum.
+func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, uint32, error) {
 	data, err := proto.Marshal(&ringcastv1.SubscribeEventsResponse{
 		EventTime: timestamppb.New(at),
 		Event:     &ringcastv1.SubscribeEventsResponse_Commit{Commit: &ringcastv1.Commit{Facts: c.Facts, FactCount: uint32(len(c.Facts))}},
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	m := nats.NewMsg(l.subject)
 	m.Data = data
@@ -341,13 +379,14 @@ func (l *Log) message(at time.Time, c hub.Commit) (*nats.Msg, error) {
 	if c.Traceparent != "" {
 		m.Header.Set(traceparentHeader, c.Traceparent)
 	}
-	m.Header.Set(sumHeader, checksum(data, c.Traceparent))
+	crc := fingerprint.Sum(data, c.Traceparent)
+	m.Header.Set(sumHeader, formatSum(crc))
 	// An atomic batch's headers (batch.go) take a few bytes more: within
 	// HeaderRoom, and the NATS client refuses the rest as nats.ErrMaxPayload.
 	if err := l.fits(m.Size()); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return m, nil
+	return m, crc, nil
 }
 
 // msgID is the Nats-Msg-Id of an idempotency key in its publisher's space:
@@ -374,16 +413,10 @@ func digestText(d hub.Digest) string { return base64.RawURLEncoding.EncodeToStri
 // same name as the request header a publish brings it in.
 const traceparentHeader = "traceparent"
 
-// sumHeader is the message header that keeps a commit's checksum (see
-// checksum), so that bytes of a stored commit changed on disk are found
+// sumHeader is the message header that keeps a commit's checksum, the
+// CRC-32C of its payload and traceparent (fingerprint.Sum) in hex, so that bytes of a stored commit changed on disk are found
 // when it is read, even where the NATS server does not check its own.
 const sumHeader = "Ringcast-Sum"
-
-// checksum is the CRC-32C of a commit message's payload and traceparent
-// (fingerprint.Sum), in hex.
-func checksum(data []byte, traceparent string) string {
-	return formatSum(fingerprint.Sum(data, traceparent))
-}
 
 func formatSum(sum uint32) string { return strconv.FormatUint(uint64(sum), 16) }
 
@@ -405,7 +438,7 @@ func (l *Log) decode(seq uint64, hdr nats.Header, data []byte) (*hub.Event, erro
 	if err := proto.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: JetStream stream %q: the commit at seq %d does not decode: %w", hub.ErrLogDamaged, l.opts.Stream, seq, err)
 	}
-	return hub.NewStoredCommitEvent(l.epoch, seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), tp, fingerprint.Of(crc)), nil
+	return l.event(seq, m.GetEventTime().AsTime(), m.GetCommit().GetFacts(), tp, crc), nil
 }
 
 // A CorruptError is the error of reading a commit whose bytes changed in
@@ -572,17 +605,21 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 			}
 			consumer = md.Consumer
 		}
-		ev, err := l.decode(md.Sequence.Stream, msg.Headers(), msg.Data())
-		if err != nil {
-			return err
-		}
-		if next != 0 && ev.Seq > next {
-			if err := l.checkGap(ctx, next, ev.Seq-1); err != nil {
+		seq := md.Sequence.Stream
+		if next != 0 && seq > next {
+			if err := l.checkGap(ctx, next, seq-1); err != nil {
 				return err
 			}
 		}
-		next = ev.Seq + 1
-		l.saw(ev.Seq)
+		next = seq + 1
+		l.saw(seq)
+		if in := l.intake.Load(); in != nil && in.Held(seq) {
+			continue // this replica's own commit, in the hub from its acknowledgement
+		}
+		ev, err := l.decode(seq, msg.Headers(), msg.Data())
+		if err != nil {
+			return err
+		}
 		apply(ev)
 	}
 }

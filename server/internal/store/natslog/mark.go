@@ -31,8 +31,19 @@ import (
 // first seq the stream held and the holes it was known to have. The record
 // is a key (the stream's name) of the JetStream key-value bucket MetaBucket,
 // which is another stream with its own files: damage to the commit stream's
-// message blocks leaves it whole. Append and AppendBatch raise the mark
-// before they acknowledge (several publishes in flight share one write).
+// message blocks leaves it whole. Append and AppendBatch raise the mark as
+// JetStream acknowledges their commits, in the background (raise): one
+// write in flight at a time, each covering every acknowledgement before it,
+// so a publish costs no round trip of its own for it, and the mark trails
+// the acknowledgements by at most the write in flight and the one after it
+// (below a millisecond on a store that answers). Flush, which the hub calls
+// when it closes, waits for it: after a clean stop the mark holds every
+// acknowledged commit. What the trail leaves uncovered is the last commits
+// acknowledged before a crash, and only if the stream then also loses
+// those same commits; a consumer's cursor of one of them names its
+// commit's fingerprint and is resynced (REASON_COMMIT_MISMATCH) should
+// another commit take its seq. Range checks against the acknowledgements
+// themselves, not the mark.
 //
 // Open compares the stream with the record and refuses a damaged stream,
 // naming it and the damage; with Options.Recover it continues under a new
@@ -450,8 +461,77 @@ func (l *Log) setGeneration(ctx context.Context, info *jetstream.StreamInfo, gen
 	return nil
 }
 
-// mark raises the record's high-water mark to at least seq before a
-// publish at seq is acknowledged. Callers share writes: one holding the
+// raise has the record's high-water mark raised to at least seq in the
+// background: one writer at a time (markLoop), which writes the highest
+// seq asked for until the mark holds it.
+func (l *Log) raise(seq uint64) {
+	for {
+		w := l.wanted.Load()
+		if seq <= w || l.wanted.CompareAndSwap(w, seq) {
+			break
+		}
+	}
+	if l.marked.Load() < seq && l.marking.CompareAndSwap(false, true) {
+		go l.markLoop()
+	}
+}
+
+// markLoop writes the mark until it holds every seq asked for, then ends;
+// a raise after its last look starts it again. A write's failure is kept
+// for the next append (markFailure) and ends the loop: the next raise
+// tries again.
+func (l *Log) markLoop() {
+	for {
+		if want := l.wanted.Load(); l.marked.Load() < want {
+			ctx, cancel := context.WithTimeout(context.Background(), l.opts.Timeout)
+			err := l.mark(ctx, want)
+			cancel()
+			if err != nil {
+				l.markErr.Store(&err)
+				l.marking.Store(false)
+				return
+			}
+			l.markErr.Store(nil)
+			continue
+		}
+		l.marking.Store(false)
+		// A raise between the look and the store saw the loop running.
+		if l.marked.Load() >= l.wanted.Load() || !l.marking.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// markFailure is the error of the mark's last write, when it failed for
+// want of the record or because the stream was recovered under a new epoch
+// by another replica (hub.ErrLogReplaced): the next append returns it
+// before it publishes, as it returned the write's own error. A write that
+// failed otherwise (NATS unreachable a moment) is tried again by the next
+// append's raise.
+func (l *Log) markFailure() error {
+	p := l.markErr.Load()
+	if p == nil {
+		return nil
+	}
+	if err := *p; errors.Is(err, hub.ErrLogReplaced) {
+		return err
+	}
+	return nil
+}
+
+var _ hub.FlushLog = (*Log)(nil)
+
+// Flush implements hub.FlushLog: it returns once the mark holds every
+// commit acknowledged so far, writing it itself if the writer has not.
+func (l *Log) Flush(ctx context.Context) error {
+	want := l.wanted.Load()
+	if l.marked.Load() >= want {
+		return nil
+	}
+	return l.mark(ctx, want)
+}
+
+// mark raises the record's high-water mark to at least seq. Callers share writes: one holding the
 // lock writes the highest seq seen, which covers those waiting. A record
 // of another generation means another replica recovered the stream under a
 // new epoch: the error wraps hub.ErrLogReplaced.
