@@ -35,8 +35,8 @@ import (
 // JetStream acknowledges their commits, in the background (raise): one
 // write in flight at a time, each covering every acknowledgement before it,
 // so a publish costs no round trip of its own for it, and the mark trails
-// the acknowledgements by at most the write in flight and the one after it
-// (below a millisecond on a store that answers). Flush, which the hub calls
+// the acknowledgements by at most the write in flight, a pause of markGap
+// (2 ms) and the write after it. Flush, which the hub calls
 // when it closes, waits for it: after a clean stop the mark holds every
 // acknowledged commit. What the trail leaves uncovered is the last commits
 // acknowledged before a crash, and only if the stream then also loses
@@ -476,6 +476,11 @@ func (l *Log) raise(seq uint64) {
 	}
 }
 
+// markGap is the least time between two writes of the mark while
+// publishes go on: one write covers the acknowledgements of a markGap, not
+// one write per acknowledgement.
+const markGap = 2 * time.Millisecond
+
 // markLoop writes the mark until it holds every seq asked for, then ends;
 // a raise after its last look starts it again. A write's failure is kept
 // for the next append (markFailure) and ends the loop: the next raise
@@ -492,6 +497,9 @@ func (l *Log) markLoop() {
 				return
 			}
 			l.markErr.Store(nil)
+			if l.marked.Load() < l.wanted.Load() {
+				time.Sleep(markGap) // let the acknowledgements gather
+			}
 			continue
 		}
 		l.marking.Store(false)
