@@ -10,8 +10,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
 // codes is the RPC face's one error→code table: the hub's errors a call
@@ -46,7 +46,7 @@ var codes = [...]struct {
 	{hub.ErrLogDamaged, connect.CodeUnavailable, "store unavailable: its log is damaged, and this server no longer serves it (retry: another replica, or this one recovered, answers)"},
 	{hub.ErrStoreFull, connect.CodeUnavailable, "store full: it takes no more commits now; retry later"},
 	{hub.ErrUnavailable, connect.CodeUnavailable, "store unavailable: retry"},
-	{hub.ErrExpired, connect.CodeUnauthenticated, auth.MsgExpired}, // as a token refused at expiry says
+	{hub.ErrExpired, connect.CodeUnauthenticated, names.TokenExpired}, // as a token refused at expiry says
 }
 
 // codeOf is err's row in codes.

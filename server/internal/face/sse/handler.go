@@ -273,11 +273,11 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 // repeat. Anything else is refused: a misspelt parameter would otherwise be
 // ignored and the stream would silently carry every topic.
 var queryParams = map[string]bool{
-	"topic":         true,
-	"snapshot":      false,
-	"lastEventId":   false,
-	"since_time":    false,
-	auth.QueryParam: false,
+	"topic":          true,
+	"snapshot":       false,
+	"lastEventId":    false,
+	"since_time":     false,
+	names.TokenParam: false,
 }
 
 // query is a parsed /events query.
@@ -299,7 +299,7 @@ func parseQuery(r *http.Request) (query, error) {
 		repeatable, known := queryParams[name]
 		switch {
 		case !known:
-			return query{}, fmt.Errorf("unknown query parameter %s (known: topic, snapshot, lastEventId, since_time, %s)", strconv.Quote(name), auth.QueryParam)
+			return query{}, fmt.Errorf("unknown query parameter %s (known: topic, snapshot, lastEventId, since_time, %s)", strconv.Quote(name), names.TokenParam)
 		case !repeatable && len(vs) > 1:
 			return query{}, fmt.Errorf("query parameter %s given %d times", name, len(vs))
 		}
