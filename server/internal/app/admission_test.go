@@ -53,7 +53,7 @@ func (f *testFace) serve(ctx context.Context, h *hub.Hub, topics ...string) erro
 // TestAFaceIsAdmittedByTheEdge: a face that forgets every check still
 // cannot serve a topic the caller's token does not grant, nor open a
 // stream with an expired token: the production hub admits every stream
-// through the edge (edge.Admit). A named topic outside the grant is
+// through the edge (edge.Admitter). A named topic outside the grant is
 // refused with auth's own error (which answers itself on every wire), no
 // topic means the grant, and a refused stream is never counted. The face
 // claims a fourth encoding slot, which the server starts with.
