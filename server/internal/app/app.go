@@ -251,7 +251,7 @@ func NewContext(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	hubCfg := cfg.Config
 	hubCfg.Observer = m
-	hubCfg.Admit = edge.Admit // every face's streams, admitted by the edge
+	hubCfg.Admit = edge.Admitter{} // every face's requests, admitted by the edge
 	log, closeStore, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", cfg.Store.Kind, err)

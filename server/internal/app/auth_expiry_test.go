@@ -15,6 +15,7 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/testkit/authtest"
 	"github.com/ringcast/ringcast/server/internal/testkit/ringtest"
 )
@@ -66,7 +67,7 @@ func TestAuthStreamLastsUntilTokenRefused(t *testing.T) {
 			}
 			end := time.Now()
 			var ce *connect.Error
-			if !errors.As(err, &ce) || ce.Code() != connect.CodeUnauthenticated || ce.Message() != auth.MsgExpired {
+			if !errors.As(err, &ce) || ce.Code() != connect.CodeUnauthenticated || ce.Message() != names.TokenExpired {
 				t.Fatalf("stream ended with %v after %d messages; want unauthenticated: token expired", err, n)
 			}
 			if end.Before(deadline) {
@@ -105,7 +106,7 @@ func TestAuthSSELastsUntilTokenRefused(t *testing.T) {
 			end := time.Now()
 			body := string(b)
 			switch {
-			case res.StatusCode == http.StatusUnauthorized && strings.Contains(body, auth.MsgExpired):
+			case res.StatusCode == http.StatusUnauthorized && strings.Contains(body, names.TokenExpired):
 			case res.StatusCode == http.StatusOK && strings.HasSuffix(body, "event: token-expired\ndata: {}\n\n"):
 			default:
 				t.Fatalf("status %d, response %q: want 401 token expired, or a stream ending with token-expired", res.StatusCode, body)

@@ -2,7 +2,10 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 )
 
 // Admission is what the edge decides for a stream before it starts: the
@@ -16,10 +19,31 @@ type Admission struct {
 	Expiry time.Time
 }
 
-// Admitter decides the Admission of a stream asking for topics on
-// behalf of the caller ctx belongs to, or refuses it with an error the
-// face answers as it is (Config.Admit). The edge's is edge.Admit.
-type Admitter func(ctx context.Context, face string, topics []string) (Admission, error)
+// Admitter is the one seam through which the edge decides who may have
+// what (Config.Admit): every stream's admission, every publish's, the key
+// space and the client of the caller, and which outcomes it may read. The
+// hub asks it at its entry points (Subscribe and Admit, PublishCommit and
+// PublishBatch, Outcome), so a face passes its caller's context (with its
+// peer, ContextWithPeer) and checks nothing itself. A refusal is answered
+// by the face as it is: the Admitter's errors carry their own answer on
+// each wire. The edge's is edge.Admitter.
+type Admitter interface {
+	// AdmitStream decides the Admission of a stream asking for topics on
+	// behalf of the caller ctx belongs to, or refuses it.
+	AdmitStream(ctx context.Context, face string, topics []string) (Admission, error)
+	// AdmitPublish refuses a commit of facts the caller may not publish
+	// (nil: it may), naming the fact at fault.
+	AdmitPublish(ctx context.Context, facts []*ringcastv1.Fact) error
+	// Publisher is the caller's key space (Key.Publisher): its
+	// idempotency keys are its own, apart from every other caller's.
+	Publisher(ctx context.Context) string
+	// Client is the caller as requests are accounted to it: whose share
+	// of the dedupe table its new keys take. ctx carries its peer.
+	Client(ctx context.Context) string
+	// MayRead reports whether the caller may read a commit of every one
+	// of topics (its publish outcome).
+	MayRead(ctx context.Context, topics []string) bool
+}
 
 // admitted is the mark Admit leaves on a Request: what the Admitter
 // decided. It is unexported, so only Admit sets it.
@@ -40,7 +64,7 @@ func (h *Hub) Admit(ctx context.Context, req Request) (Request, error) {
 	a := Admission{Topics: req.Topics}
 	if h.cfg.Admit != nil {
 		var err error
-		if a, err = h.cfg.Admit(ctx, req.Face, req.Topics); err != nil {
+		if a, err = h.cfg.Admit.AdmitStream(ctx, req.Face, req.Topics); err != nil {
 			return Request{}, err
 		}
 	}
@@ -58,4 +82,86 @@ func (req Request) scoped() Request {
 		req.Expiry = a.Expiry
 	}
 	return req
+}
+
+// admitPublish is the publish's admission for PublishCommit and
+// PublishBatch (batch: commits are named, as the hub's own refusals of
+// one commit of a batch are): every commit's facts, then, for commits
+// with an idempotency key, the caller's key space (Commit.Publisher) and
+// the client its new keys count against, in the context returned. Without
+// an Admitter the commits stand as given and the client is "".
+func (h *Hub) admitPublish(ctx context.Context, commits []Commit, batch bool) (context.Context, error) {
+	a := h.cfg.Admit
+	if a == nil {
+		return ctx, nil
+	}
+	keyed := false
+	for i := range commits {
+		if err := a.AdmitPublish(ctx, commits[i].Facts); err != nil {
+			if batch {
+				return nil, fmt.Errorf("commits[%d].%w", i, err)
+			}
+			return nil, err
+		}
+		keyed = keyed || commits[i].IdempotencyKey != ""
+	}
+	if !keyed {
+		return ctx, nil
+	}
+	publisher := a.Publisher(ctx)
+	for i := range commits {
+		if commits[i].IdempotencyKey != "" {
+			commits[i].Publisher = publisher
+		}
+	}
+	return context.WithValue(ctx, clientKey{}, a.Client(ctx)), nil
+}
+
+type clientKey struct{}
+
+// clientFrom is the client admitPublish put in ctx.
+func clientFrom(ctx context.Context) string {
+	id, _ := ctx.Value(clientKey{}).(string)
+	return id
+}
+
+// peerContext is a context naming its caller's address (ContextWithPeer):
+// one allocation per call, where a context value would take two.
+type peerContext struct {
+	context.Context
+	addr string
+}
+
+type peerKey struct{}
+
+func (c *peerContext) Value(key any) any {
+	if key == (peerKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// ContextWithPeer returns ctx naming the network address of the caller
+// (an http.Request's RemoteAddr, a connect.Peer's Addr), for the
+// Admitter to tell the caller by (Admitter.Client). Every face sets it
+// on the context it gives the hub.
+func ContextWithPeer(ctx context.Context, addr string) context.Context {
+	return &peerContext{Context: ctx, addr: addr}
+}
+
+// Peer is the address ContextWithPeer put in ctx ("": none).
+func Peer(ctx context.Context) string {
+	if c, _ := ctx.Value(peerKey{}).(*peerContext); c != nil {
+		return c.addr
+	}
+	return ""
+}
+
+// Client is the caller of ctx (with its peer, ContextWithPeer) as the
+// Admitter names it, for a face's logs ("" without an Admitter).
+func (h *Hub) Client(ctx context.Context) string {
+	if h.cfg.Admit == nil {
+		return ""
+	}
+	return h.cfg.Admit.Client(ctx)
 }

@@ -82,7 +82,7 @@ type Config struct {
 	// settings.DedupeKeys.
 	DedupeKeys int
 	// DedupeKeysPerClient bounds the remembered idempotency keys of one
-	// client (the publishing context's, see ContextWithClient), so that
+	// client (the caller's, see Admitter.Client), so that
 	// no client can fill the table and have every other client's new
 	// keys refused. 0: half of DedupeKeys (whatever DedupeKeys is set
 	// to); negative: no share.
@@ -110,9 +110,12 @@ type Config struct {
 	// start to fill the ring and the latest-per-key table. Default:
 	// settings.StateRebuild (never less than Window).
 	Rebuild int
-	// Admit decides every stream's topics and end before it starts, on
-	// every face (Hub.Admit): the edge's (edge.Admit) applies the caller's
-	// token. Default: none, every stream is served as asked.
+	// Admit decides who may have what, on every face: every stream's
+	// topics and end before it starts (Hub.Admit), every publish, the
+	// caller's key space and client, and the outcomes it may read (see
+	// Admitter). The edge's (edge.Admitter) applies the caller's token.
+	// Default: none, every stream is served as asked and every publish
+	// as given (its Publisher as set, every client "").
 	Admit Admitter
 	// Observer receives counts for metrics. Default: none.
 	Observer Observer

@@ -12,15 +12,15 @@ import (
 
 // Idempotency keys belong to their publisher (docs/protocol.md, "Publish"):
 // a key is the pair (publisher, key), where the publisher is the key space
-// the face names for the caller (auth.Publisher: the verified token's
-// issuer and subject; "" without auth, one shared space). Two publishers
+// the Admitter names for the caller (Admitter.Publisher; the edge's: the
+// verified token's issuer and subject, "" without auth, one shared space). Two publishers
 // using the same key publish two commits, and neither can read the
 // other's receipt or outcome. This file owns the pair's one identity, on
 // every store, and the digest of the request a key was first used with.
 
 // A Key is an idempotency key in its publisher's key space.
 type Key struct {
-	// Publisher is the key space: auth.Publisher of the caller.
+	// Publisher is the key space: the caller's (Admitter.Publisher).
 	Publisher string
 	// Name is the idempotency key the client sent.
 	Name string

@@ -13,8 +13,8 @@ import (
 // (GetPublishOutcome, docs/protocol.md "Reading a publish's outcome").
 type PublishOutcome struct {
 	// Applied: a commit with the key was appended; Receipt is its original
-	// receipt (Duplicate false) and Topics its facts' distinct topics, for
-	// the face to scope the answer to its caller.
+	// receipt (Duplicate false) and Topics its facts' distinct topics, by
+	// which the hub scopes the answer to its caller (Admitter.MayRead).
 	Applied bool
 	Receipt Receipt
 	Topics  []string
@@ -50,12 +50,24 @@ var ErrOutcomeUnsupported = errors.New("hub: this store cannot read a publish's 
 // its publisher's space only: on memory from the dedupe table
 // (RememberedSince: the later of the hub's start and the dedupe window's
 // start; now when dedupe is off), with a Log from the Log (OutcomeLog). A
-// draining hub still answers.
+// draining hub still answers. With an Admitter (Config.Admit), the key
+// is in the space of the caller ctx belongs to (Admitter.Publisher,
+// whatever key.Publisher was), and a caller who may not read every topic
+// of the commit (Admitter.MayRead) gets exactly the answer for an unknown
+// key.
 func (h *Hub) Outcome(ctx context.Context, key Key) (PublishOutcome, error) {
 	if key.Name == "" {
 		return PublishOutcome{}, ErrNoKey
 	}
-	return h.backend.outcome(ctx, key)
+	a := h.cfg.Admit
+	if a != nil {
+		key.Publisher = a.Publisher(ctx)
+	}
+	o, err := h.backend.outcome(ctx, key)
+	if err == nil && o.Applied && a != nil && !a.MayRead(ctx, o.Topics) {
+		o = o.Unknown()
+	}
+	return o, err
 }
 
 // CommitTopics is the distinct topics of a commit's facts, in the order

@@ -15,38 +15,26 @@ import (
 type Commit struct {
 	Facts          []*ringcastv1.Fact
 	IdempotencyKey string
-	// Publisher is the key space of IdempotencyKey: the face's name for
-	// the caller (auth.Publisher), "" for the one shared space.
+	// Publisher is the key space of IdempotencyKey, "" for the one shared
+	// space. With an Admitter, the hub sets it to the caller's
+	// (Admitter.Publisher) whatever it was.
 	Publisher string
 	// Traceparent is the W3C trace context of the publish, kept on the
 	// commit for consumers, on every store (empty: none).
 	Traceparent string
 }
 
-type clientKey struct{}
-
-// ContextWithClient returns ctx naming the client that publishes (its
-// token's sub, else its IP: auth.ClientID), whose share of the dedupe
-// table its new idempotency keys take. Without one, a publish counts as
-// the client "".
-func ContextWithClient(ctx context.Context, client string) context.Context {
-	return context.WithValue(ctx, clientKey{}, client)
-}
-
-// clientFrom is the client ContextWithClient put in ctx.
-func clientFrom(ctx context.Context) string {
-	id, _ := ctx.Value(clientKey{}).(string)
-	return id
-}
-
 // Publish appends one commit holding facts and returns its receipt: it is
-// PublishCommit without a context, an idempotency key's client or a
+// PublishCommit without a caller, an idempotency key's client or a
 // traceparent.
 func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt, error) {
 	return h.PublishCommit(context.Background(), Commit{Facts: facts, IdempotencyKey: idempotencyKey})
 }
 
-// PublishCommit appends one commit and returns its receipt. The hub takes
+// PublishCommit appends one commit and returns its receipt, once the
+// Admitter (Config.Admit) has admitted it for the caller ctx belongs to:
+// a commit it refuses is answered with its refusal, and a key is the
+// caller's (Commit.Publisher, Admitter.Publisher). The hub takes
 // ownership of its facts (it sets each Index) and never modifies them
 // afterwards; the caller must not use them again. Facts are validated at the
 // RPC edge; PublishCommit itself refuses, with an error wrapping
@@ -56,7 +44,7 @@ func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt,
 // nothing when the facts are the same, and is refused with ErrKeyReused
 // when they are not; a new one while
 // the dedupe table, or the publishing client's share of it
-// (ContextWithClient), is full of live keys is refused with a
+// (Admitter.Client), is full of live keys is refused with a
 // *DedupeFullError (ErrDedupeFull). With a Log, the Log deduplicates (its
 // window, across replicas and restarts) and the hub keeps no dedupe table:
 // no ErrDedupeFull, and a draining hub refuses repeats too (ErrDraining)
@@ -67,6 +55,12 @@ func (h *Hub) Publish(facts []*ringcastv1.Fact, idempotencyKey string) (Receipt,
 // it, unless ctx ends first); a Log that fails yields an error wrapping
 // ErrUnavailable.
 func (h *Hub) PublishCommit(ctx context.Context, c Commit) (Receipt, error) {
+	commits := [1]Commit{c}
+	ctx, err := h.admitPublish(ctx, commits[:], false)
+	if err != nil {
+		return Receipt{}, err
+	}
+	c = commits[0]
 	if err := checkFacts(-1, c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
 		return Receipt{}, err
 	}
@@ -88,7 +82,9 @@ type BatchLog interface {
 }
 
 // PublishBatch appends commits in order, each with its own seq, and returns
-// one receipt per commit. It is all or nothing: the batch is checked first
+// one receipt per commit. The Admitter admits every commit first, as
+// PublishCommit does (a refusal names the commit). It is all or nothing:
+// the batch is checked first
 // (deduplication, draining), then every new commit is appended under one
 // acquisition of the lock, so no other commit lands between them; on error
 // nothing is appended. Each commit is deduplicated on its own, also against
@@ -98,7 +94,7 @@ type BatchLog interface {
 // Publish does. Facts are validated at the RPC edge, and refused here as in
 // Publish (ErrInvalidFact, naming the commit) when some face could not carry
 // them; new keys that the dedupe table, or the client's share of it
-// (ContextWithClient), has no room for refuse the whole batch with a
+// (Admitter.Client), has no room for refuse the whole batch with a
 // *DedupeFullError (ErrDedupeFull), and more new keys than the client may
 // hold at all with ErrTooManyKeys.
 //
@@ -108,6 +104,10 @@ type BatchLog interface {
 // knows which keys it has seen. ctx bounds the wait for its
 // acknowledgement, as in PublishCommit.
 func (h *Hub) PublishBatch(ctx context.Context, commits []Commit) ([]Receipt, error) {
+	ctx, err := h.admitPublish(ctx, commits, true)
+	if err != nil {
+		return nil, err
+	}
 	for i, c := range commits {
 		if err := checkFacts(i, c.Facts, h.cfg.MaxFactBytes, h.cfg.MaxDataDepth); err != nil {
 			return nil, err

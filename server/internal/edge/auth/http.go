@@ -9,15 +9,12 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/ringcast/ringcast/server/internal/edge/access"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
-// Where a token is read from. EventSource cannot set headers, so GET
-// /events also takes the query parameter and the cookie (docs/security.md
-// weighs the query token's trade-off: URLs land in access logs).
-const (
-	QueryParam = "access_token"
-	CookieName = "ringcast_token"
-)
+// CookieName is the cookie a token is read from on GET /events, after
+// the query parameter (names.TokenParam): EventSource cannot set headers.
+const CookieName = "ringcast_token"
 
 // Observer counts rejections (ringcast_auth_rejections_total{face,reason}).
 type Observer interface {
@@ -40,7 +37,7 @@ func Extract(r *http.Request, eventSource bool) string {
 	if !eventSource {
 		return ""
 	}
-	if tok := r.URL.Query().Get(QueryParam); tok != "" {
+	if tok := r.URL.Query().Get(names.TokenParam); tok != "" {
 		return tok
 	}
 	if c, err := r.Cookie(CookieName); err == nil {

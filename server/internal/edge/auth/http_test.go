@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/testkit/authtest"
 )
 
 func TestExtract(t *testing.T) {
 	req := func(header, query, cookie string) *http.Request {
-		r := httptest.NewRequest(http.MethodGet, "/events?"+url.Values{auth.QueryParam: {query}}.Encode(), nil)
+		r := httptest.NewRequest(http.MethodGet, "/events?"+url.Values{names.TokenParam: {query}}.Encode(), nil)
 		if header != "" {
 			r.Header.Set("Authorization", header)
 		}
@@ -67,7 +68,7 @@ func FuzzAuthenticate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, header, query, cookie string) {
 		r := httptest.NewRequest(http.MethodGet, "/events", nil)
-		r.URL.RawQuery = auth.QueryParam + "=" + query
+		r.URL.RawQuery = names.TokenParam + "=" + query
 		r.Header.Set("Authorization", header)
 		r.Header.Set("Cookie", auth.CookieName+"="+cookie)
 		for _, es := range []bool{false, true} {

@@ -43,8 +43,8 @@ func (g Grant) Allows(t string) bool {
 // checked by HTTP middleware in front of connect (and of GET /events), and
 // connect-go gives a handler no other way to reach what that middleware
 // learned. The counter rides with the identity so that a refusal decided
-// later, in a stream's admission or a face's handler (ScopeSubscribe,
-// CheckPublish), is counted
+// later, in a stream's or a publish's admission (ScopeSubscribe,
+// CheckPublish, through edge.Admitter), is counted
 // here, under the face that checked the token, as the middleware's own
 // refusals are — no face counts auth's refusals itself.
 type ctxKey struct{}
@@ -151,9 +151,9 @@ func CheckPublish(ctx context.Context, facts []*ringcastv1.Fact) error {
 
 // MaySubscribeAll reports whether ctx's identity (nil without auth: yes)
 // may subscribe to every one of topics: whether a stream of its, asking
-// for no topics, would be sent each of them (ScopeSubscribe). A face that
-// answers for a whole commit, such as its publish outcome, answers only
-// a caller who may read every fact of it.
+// for no topics, would be sent each of them (ScopeSubscribe). An answer
+// for a whole commit, such as its publish outcome, is given only to a
+// caller who may read every fact of it (edge.Admitter, hub.Hub.Outcome).
 func MaySubscribeAll(ctx context.Context, topics []string) bool {
 	id := FromContext(ctx)
 	if id == nil {
@@ -169,7 +169,7 @@ func MaySubscribeAll(ctx context.Context, topics []string) bool {
 
 // Scope is what ctx's identity makes of a subscribe: the topics filter the
 // stream takes and the instant it ends. The hub applies it to every
-// stream, on every face (edge.Admit, hub.Config.Admit).
+// stream, on every face (edge.Admitter, hub.Config.Admit).
 type Scope struct {
 	// Topics is the filter asked for, or, when none was and the subscribe
 	// grant is not "*", the grant itself.

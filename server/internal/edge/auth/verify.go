@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
 // Reason is why a request was refused; it is the reason label of
@@ -51,13 +53,11 @@ func (e *Error) Error() string { return e.msg }
 // Unwrap returns the underlying verification error.
 func (e *Error) Unwrap() error { return e.cause }
 
-// Messages sent to clients for each outcome. The clients recognise
-// MsgExpired by its wording (reconnect with a fresh token): it must equal
-// tokenExpiredMessage in clients/conformance/defaults.json (a test checks).
+// Messages sent to clients for each outcome; an expired token's is
+// names.TokenExpired, which the clients recognise by its wording.
 const (
 	MsgMissing = "token required"
 	MsgInvalid = "token invalid"
-	MsgExpired = "token expired"
 )
 
 // Config configures a Verifier.
@@ -153,7 +153,7 @@ func (v *Verifier) Verify(token string) (*Identity, error) {
 	_, err := v.parser.ParseWithClaims(token, &c, v.keyFor)
 	if err != nil {
 		if errors.Is(err, jwt.ErrTokenExpired) && !errors.Is(err, jwt.ErrTokenSignatureInvalid) {
-			return nil, &Error{Reason: ReasonExpired, msg: MsgExpired, cause: err}
+			return nil, &Error{Reason: ReasonExpired, msg: names.TokenExpired, cause: err}
 		}
 		return nil, &Error{Reason: ReasonInvalid, msg: MsgInvalid, cause: err}
 	}
@@ -212,4 +212,4 @@ type Identity struct {
 func (id *Identity) Valid(now time.Time) bool { return now.Before(id.Deadline) }
 
 // Expired is the refusal of a token whose Deadline has passed.
-func Expired() *Error { return &Error{Reason: ReasonExpired, msg: MsgExpired} }
+func Expired() *Error { return &Error{Reason: ReasonExpired, msg: names.TokenExpired} }

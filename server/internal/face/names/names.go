@@ -1,7 +1,10 @@
 // Package names is the text names the server's faces and commands share:
-// the proto's enums as text (a Reason, a Snapshot), and the SSE face's
-// event names. It imports only the generated code, so the command line and
-// the load generator read the names without importing a face.
+// the proto's enums as text (a Reason, a Snapshot), the SSE face's event
+// names, and the words of a token that the edge and the faces both say
+// (the SSE token parameter, the expired-token message). It imports only
+// the generated code, so the command line, the load generator and the
+// edge read the names without importing a face, and a face without
+// importing the edge.
 package names
 
 import (
@@ -102,3 +105,16 @@ const (
 	// open a new EventSource with a fresh token and the last id seen.
 	EventTokenExpired = "token-expired"
 )
+
+// TokenParam is the query parameter GET /events takes a token in:
+// EventSource cannot set headers (docs/security.md weighs the trade-off:
+// URLs land in access logs). The edge reads the token from it; the SSE
+// face accepts it among its query parameters.
+const TokenParam = "access_token"
+
+// TokenExpired is what a client is told when its token has expired, at
+// a request or at a stream's end: the clients recognise it by this
+// wording (reconnect with a fresh token), so it must equal
+// tokenExpiredMessage in clients/conformance/defaults.json (a test
+// checks).
+const TokenExpired = "token expired"

@@ -10,8 +10,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
 // codes is the RPC face's one error→code table: the hub's errors a call
@@ -23,7 +23,7 @@ import (
 // class (say): the store's own words name streams, seqs, keys and client
 // libraries, which are the server's business, not the caller's (they go
 // to the server's log with the refusal, see worded). Besides the table:
-// a refusal by auth carries its code (auth.Error.Code); a stream whose
+// a refusal by the edge carries its code (edgeRefusal); a stream whose
 // client went away ends canceled; an error the table does not name is
 // internal, without its text; a stream's other errors (a write that
 // failed) are connect's to answer.
@@ -46,7 +46,7 @@ var codes = [...]struct {
 	{hub.ErrLogDamaged, connect.CodeUnavailable, "store unavailable: its log is damaged, and this server no longer serves it (retry: another replica, or this one recovered, answers)"},
 	{hub.ErrStoreFull, connect.CodeUnavailable, "store full: it takes no more commits now; retry later"},
 	{hub.ErrUnavailable, connect.CodeUnavailable, "store unavailable: retry"},
-	{hub.ErrExpired, connect.CodeUnauthenticated, auth.MsgExpired}, // as a token refused at expiry says
+	{hub.ErrExpired, connect.CodeUnauthenticated, names.TokenExpired}, // as a token refused at expiry says
 }
 
 // codeOf is err's row in codes.
@@ -83,26 +83,29 @@ func answer(err error) (connect.Code, error, bool) {
 	return code, &worded{say: say, cause: err}, true
 }
 
-// edgeRefusal is a refusal the edge decided (auth's, through the stream's
-// admission or the publish check), which carries its code on every wire
-// and its HTTP answer: the face passes it on as it is.
+// edgeRefusal is a refusal the edge decided through the hub's admission
+// (a stream's, a publish's), which carries its code on every wire and its
+// HTTP answer: the face passes it on as it is.
 type edgeRefusal interface {
 	error
 	Code() connect.Code
 	Refuse(http.ResponseWriter)
 }
 
-// authError answers a refusal by auth (CheckPublish).
-func authError(err error) error {
+// refused answers err when it is the edge's refusal.
+func refused(err error) (*connect.Error, bool) {
 	var refusal edgeRefusal
 	if errors.As(err, &refusal) {
-		return connect.NewError(refusal.Code(), err)
+		return connect.NewError(refusal.Code(), err), true
 	}
-	return connect.NewError(connect.CodePermissionDenied, err)
+	return nil, false
 }
 
 // publishError answers a hub publish (or outcome, or request) error.
 func publishError(err error) error {
+	if ce, ok := refused(err); ok {
+		return ce
+	}
 	code, msg, ok := answer(err)
 	if !ok {
 		return connect.NewError(connect.CodeInternal, errors.New("internal error"))
@@ -124,9 +127,8 @@ func subscribeError(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil {
 		return connect.NewError(connect.CodeCanceled, ctx.Err())
 	}
-	var refusal edgeRefusal
-	if errors.As(err, &refusal) {
-		return connect.NewError(refusal.Code(), err)
+	if ce, ok := refused(err); ok {
+		return ce
 	}
 	code, msg, ok := answer(err)
 	if !ok {

@@ -6,7 +6,6 @@ package rpc
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"net/http"
 
@@ -17,12 +16,11 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/face/stream"
 )
 
 // Face is the face's name: the label its streams and refusals carry in
-// metrics (hub.Request.Face, auth's refusals).
+// metrics (hub.Request.Face, the edge's refusals).
 const Face = "connect"
 
 // Service implements ringcastv1connect.EventServiceHandler over a hub.
@@ -68,22 +66,22 @@ func (s *Service) SubscribeEvents(ctx context.Context, req *connect.Request[ring
 	// The hub admits the stream through the edge (hub.Config.Admit): its
 	// topics and end are the caller's token's, and a refusal comes back
 	// as the edge's error (subscribeError).
-	return subscribeError(ctx, s.hub.Subscribe(ctx, hreq, sink))
+	return subscribeError(ctx, s.hub.Subscribe(withPeer(ctx, req), hreq, sink))
 }
 
-// Publish appends one commit.
+// withPeer is ctx naming the caller's address for the hub's admission
+// (hub.ContextWithPeer): every call hands the hub its caller so, and
+// checks nothing itself.
+func withPeer(ctx context.Context, req connect.AnyRequest) context.Context {
+	return hub.ContextWithPeer(ctx, req.Peer().Addr)
+}
+
+// Publish appends one commit. The hub admits it through the edge: a
+// topic outside the caller's grant is refused, and its key is in the
+// caller's key space.
 func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.PublishRequest]) (*connect.Response[ringcastv1.PublishResponse], error) {
-	if err := auth.CheckPublish(ctx, req.Msg.GetFacts()); err != nil {
-		return nil, authError(err)
-	}
 	c := hub.Commit{Facts: req.Msg.GetFacts(), IdempotencyKey: req.Msg.GetIdempotencyKey(), Traceparent: traceparent(ctx, req.Header())}
-	pctx := ctx
-	if c.IdempotencyKey != "" {
-		c.Publisher = auth.Publisher(ctx)
-		// Its new key takes from its client's share of the dedupe table.
-		pctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
-	}
-	r, err := s.hub.PublishCommit(pctx, c)
+	r, err := s.hub.PublishCommit(withPeer(ctx, req), c)
 	if err != nil {
 		return nil, publishError(err)
 	}
@@ -92,29 +90,16 @@ func (s *Service) Publish(ctx context.Context, req *connect.Request[ringcastv1.P
 
 // PublishBatch appends several commits in order, all or none (see
 // hub.PublishBatch). The validation interceptor has checked every commit's
-// shape; the hub checks that every fact is deliverable before any append.
+// shape; the hub admits every commit and checks that every fact is
+// deliverable before any append.
 func (s *Service) PublishBatch(ctx context.Context, req *connect.Request[ringcastv1.PublishBatchRequest]) (*connect.Response[ringcastv1.PublishBatchResponse], error) {
 	in := req.Msg.GetCommits()
 	tp := traceparent(ctx, req.Header())
 	commits := make([]hub.Commit, len(in))
 	for i, c := range in {
-		if err := auth.CheckPublish(ctx, c.GetFacts()); err != nil {
-			return nil, authError(fmt.Errorf("commits[%d].%w", i, err))
-		}
 		commits[i] = hub.Commit{Facts: c.GetFacts(), IdempotencyKey: c.GetIdempotencyKey(), Traceparent: tp}
 	}
-	publisher := auth.Publisher(ctx)
-	client := false
-	for i := range commits {
-		if commits[i].IdempotencyKey != "" {
-			commits[i].Publisher = publisher
-			client = true
-		}
-	}
-	if client {
-		ctx = hub.ContextWithClient(ctx, auth.ClientID(ctx, req.Peer().Addr))
-	}
-	rs, err := s.hub.PublishBatch(ctx, commits)
+	rs, err := s.hub.PublishBatch(withPeer(ctx, req), commits)
 	if err != nil {
 		return nil, publishError(err)
 	}
@@ -142,16 +127,13 @@ func (m *receiptMsg) set(r hub.Receipt) *ringcastv1.PublishResponse {
 }
 
 // GetPublishOutcome reads, without writing, what became of a publish by
-// its idempotency key in the caller's own key space (hub.Outcome,
-// auth.Publisher). A caller who may not subscribe to every topic of the
-// commit gets exactly the answer for an unknown key.
+// its idempotency key. The hub answers in the caller's own key space, and
+// a caller who may not subscribe to every topic of the commit gets
+// exactly the answer for an unknown key (hub.Outcome).
 func (s *Service) GetPublishOutcome(ctx context.Context, req *connect.Request[ringcastv1.GetPublishOutcomeRequest]) (*connect.Response[ringcastv1.GetPublishOutcomeResponse], error) {
-	o, err := s.hub.Outcome(ctx, hub.Key{Publisher: auth.Publisher(ctx), Name: req.Msg.GetIdempotencyKey()})
+	o, err := s.hub.Outcome(withPeer(ctx, req), hub.Key{Name: req.Msg.GetIdempotencyKey()})
 	if err != nil {
 		return nil, publishError(err)
-	}
-	if o.Applied && !auth.MaySubscribeAll(ctx, o.Topics) {
-		o = o.Unknown()
 	}
 	res := &ringcastv1.GetPublishOutcomeResponse{Applied: o.Applied, RememberedSince: timestamppb.New(o.RememberedSince)}
 	if o.Applied {

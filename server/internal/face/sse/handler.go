@@ -10,6 +10,7 @@
 package sse
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,13 +28,12 @@ import (
 
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
 	"github.com/ringcast/ringcast/server/internal/face/names"
 	"github.com/ringcast/ringcast/server/internal/face/offstack"
 )
 
 // Face is the face's name: the label its streams and refusals carry in
-// metrics (hub.Request.Face, auth's refusals).
+// metrics (hub.Request.Face, the edge's refusals).
 const Face = "sse"
 
 // Handler serves GET /events. Create it with New.
@@ -153,6 +153,9 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
 		return
 	}
+	// The hub is handed the caller with its address
+	// (hub.ContextWithPeer), and admits it through the edge.
+	ctx := hub.ContextWithPeer(r.Context(), r.RemoteAddr)
 	// Parsing and validating the query and writing the response headers
 	// run deep call chains: off the stream's stack, which then stays small
 	// for as long as the stream is open (package offstack).
@@ -160,7 +163,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var sk *sink
 	if err := offstack.Run(func() error {
 		var err error
-		req, sk, err = s.start(w, r)
+		req, sk, err = s.start(ctx, w, r)
 		return err
 	}); err != nil {
 		return
@@ -172,7 +175,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sk.release = release
 		hs = parkingSink{sk}
 	}
-	err := s.hub.Subscribe(r.Context(), req, hs)
+	err := s.hub.Subscribe(ctx, req, hs)
 	if err == hub.ErrParked {
 		parked = true
 		return // the stream goes on without this goroutine, and holds its slot; sk.End ends it
@@ -201,14 +204,14 @@ var errAnswered = errors.New("sse: answered")
 
 // start checks the request, writes the response headers and the retry
 // hint, and returns the hub request and the stream's sink; errAnswered when
-// it has answered the request instead.
-func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *sink, error) {
+// it has answered the request instead. ctx is r's, naming its peer.
+func (s *Handler) start(ctx context.Context, w http.ResponseWriter, r *http.Request) (hub.Request, *sink, error) {
 	pq, err := parseQuery(r)
 	req := pq.Request
 	if err != nil {
-		if s.log.Enabled(r.Context(), slog.LevelDebug) { // never higher: bad queries must not flood the log
-			s.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", slog.String("refusal", "request"),
-				slog.String("path", r.URL.Path), slog.String("client", auth.ClientID(r.Context(), r.RemoteAddr)), slog.String("error", err.Error()))
+		if s.log.Enabled(ctx, slog.LevelDebug) { // never higher: bad queries must not flood the log
+			s.log.LogAttrs(ctx, slog.LevelDebug, "request refused", slog.String("refusal", "request"),
+				slog.String("path", r.URL.Path), slog.String("client", s.hub.Client(ctx)), slog.String("error", err.Error()))
 		}
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return hub.Request{}, nil, errAnswered
@@ -218,7 +221,7 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 	// its own: with auth on, a topic outside the token's grant is refused
 	// and no topic means the grant (docs/security.md). Subscribe serves
 	// the admitted request as admitted.
-	req, err = s.hub.Admit(r.Context(), req)
+	req, err = s.hub.Admit(ctx, req)
 	if err != nil {
 		var refusal interface{ Refuse(http.ResponseWriter) }
 		if errors.As(err, &refusal) {
@@ -273,11 +276,11 @@ func (s *Handler) start(w http.ResponseWriter, r *http.Request) (hub.Request, *s
 // repeat. Anything else is refused: a misspelt parameter would otherwise be
 // ignored and the stream would silently carry every topic.
 var queryParams = map[string]bool{
-	"topic":         true,
-	"snapshot":      false,
-	"lastEventId":   false,
-	"since_time":    false,
-	auth.QueryParam: false,
+	"topic":          true,
+	"snapshot":       false,
+	"lastEventId":    false,
+	"since_time":     false,
+	names.TokenParam: false,
 }
 
 // query is a parsed /events query.
@@ -299,7 +302,7 @@ func parseQuery(r *http.Request) (query, error) {
 		repeatable, known := queryParams[name]
 		switch {
 		case !known:
-			return query{}, fmt.Errorf("unknown query parameter %s (known: topic, snapshot, lastEventId, since_time, %s)", strconv.Quote(name), auth.QueryParam)
+			return query{}, fmt.Errorf("unknown query parameter %s (known: topic, snapshot, lastEventId, since_time, %s)", strconv.Quote(name), names.TokenParam)
 		case !repeatable && len(vs) > 1:
 			return query{}, fmt.Errorf("query parameter %s given %d times", name, len(vs))
 		}

@@ -1,11 +1,11 @@
-package auth_test
+package names_test
 
 import (
 	"encoding/json"
 	"os"
 	"testing"
 
-	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
 // TestExpiredMessageIsTheClientsOne: both clients tell an expired token
@@ -23,7 +23,7 @@ func TestExpiredMessageIsTheClientsOne(t *testing.T) {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.TokenExpiredMessage != auth.MsgExpired {
-		t.Fatalf("auth.MsgExpired is %q, the clients expect %q (clients/conformance/defaults.json)", auth.MsgExpired, d.TokenExpiredMessage)
+	if d.TokenExpiredMessage != names.TokenExpired {
+		t.Fatalf("names.TokenExpired is %q, the clients expect %q (clients/conformance/defaults.json)", names.TokenExpired, d.TokenExpiredMessage)
 	}
 }
