@@ -13,7 +13,7 @@ import (
 
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/edge"
-	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/edge/retry"
 )
 
 // While a server starts (it opens its store and reads it: New), Run
@@ -54,7 +54,7 @@ func startingHandler(cfg Config) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Retry-After", limit.RetryAfterValue(startingRetryAfter))
+		w.Header().Set("Retry-After", retry.RetryAfterValue(startingRetryAfter))
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(errStarting.Error() + "\n"))
 	})
@@ -75,7 +75,7 @@ type refuseStarting struct{}
 
 func (refuseStarting) refusal() error {
 	ce := connect.NewError(connect.CodeUnavailable, errStarting)
-	ce.Meta().Set("Retry-After", limit.RetryAfterValue(startingRetryAfter))
+	ce.Meta().Set("Retry-After", retry.RetryAfterValue(startingRetryAfter))
 	return ce
 }
 

@@ -16,10 +16,11 @@ import (
 	ringcastv1 "github.com/ringcast/ringcast/gen/go/ringcast/v1"
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/edge/auth"
+	"github.com/ringcast/ringcast/server/internal/edge/retry"
 )
 
 // connectError is a refusal as connect sends it (refuse.go).
-func connectError(err error) error { return Exhausted(err, retryAfter(err)) }
+func connectError(err error) error { return retry.Exhausted(err, retryAfter(err)) }
 
 // Interceptor applies the limits to a Connect handler (Connect, gRPC,
 // gRPC-Web): every stream (SubscribeEvents, gRPC health Watch, reflection)
@@ -83,7 +84,7 @@ func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 func (l *Limiter) OpenSSE(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	release, err := l.OpenStream(auth.ClientID(r.Context(), r.RemoteAddr))
 	if err != nil {
-		WriteExhausted(w, err.Error(), retryAfter(err))
+		retry.WriteExhausted(w, err.Error(), retryAfter(err))
 		return nil, false
 	}
 	return release, true
@@ -215,4 +216,12 @@ func (c *conn) Close() error {
 		}
 	}
 	return c.Conn.Close()
+}
+
+// retryAfter is the wait err names, if it is an *Error, else a second.
+func retryAfter(err error) time.Duration {
+	if e, ok := AsError(err); ok {
+		return e.RetryAfter
+	}
+	return time.Second
 }

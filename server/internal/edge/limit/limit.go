@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringcast/ringcast/server/internal/edge/retry"
 	"github.com/ringcast/ringcast/server/internal/settings"
 )
 
@@ -89,7 +90,7 @@ func (e *Error) Error() string { return e.msg }
 
 // RetryAfterSeconds is the Retry-After header value: whole seconds, at
 // least 1.
-func (e *Error) RetryAfterSeconds() string { return RetryAfterValue(e.RetryAfter) }
+func (e *Error) RetryAfterSeconds() string { return retry.RetryAfterValue(e.RetryAfter) }
 
 // AsError returns err's *Error, if it is one.
 func AsError(err error) (*Error, bool) {

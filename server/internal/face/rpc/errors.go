@@ -10,7 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/ringcast/ringcast/server/internal/core/hub"
-	"github.com/ringcast/ringcast/server/internal/edge/limit"
+	"github.com/ringcast/ringcast/server/internal/edge/retry"
 	"github.com/ringcast/ringcast/server/internal/face/names"
 )
 
@@ -38,7 +38,7 @@ var codes = [...]struct {
 	{hub.ErrNoKey, connect.CodeInvalidArgument, ""},
 	{hub.ErrCommitTooLarge, connect.CodeInvalidArgument, ""}, // permanent: the store's max_payload, named in bytes
 	{hub.ErrKeyReused, connect.CodeAlreadyExists, ""},
-	{hub.ErrDedupeFull, connect.CodeResourceExhausted, ""}, // with Retry-After (limit.Exhausted)
+	{hub.ErrDedupeFull, connect.CodeResourceExhausted, ""}, // with Retry-After (retry.Exhausted)
 	{hub.ErrDraining, connect.CodeUnavailable, ""},
 	{hub.ErrBatchUnsupported, connect.CodeUnimplemented, "this store cannot append several commits atomically; publish them one by one"},
 	{hub.ErrOutcomeUnsupported, connect.CodeUnimplemented, "this store cannot read a publish's outcome"},
@@ -116,7 +116,7 @@ func publishError(err error) error {
 		if errors.As(err, &full) {
 			after = full.RetryAfter
 		}
-		return limit.Exhausted(msg, after)
+		return retry.Exhausted(msg, after)
 	}
 	return connect.NewError(code, msg)
 }

@@ -1,4 +1,11 @@
-package limit
+// Package retry is how every refusal for a resource says when to try
+// again: resource_exhausted with a Retry-After on Connect, gRPC and
+// gRPC-Web, HTTP 429 with one on plain HTTP. It imports nothing of the
+// edge, so a face answers a store's refusal (a dedupe window full) the
+// way the edge answers its own. Every such refusal is made here, so each
+// carries a Retry-After: the Go and TypeScript clients wait at least that
+// long before they try again, however short their own backoff.
+package retry
 
 import (
 	"math"
@@ -8,11 +15,6 @@ import (
 
 	"connectrpc.com/connect"
 )
-
-// Every refusal for a resource — resource_exhausted on Connect, gRPC and
-// gRPC-Web, HTTP 429 on plain HTTP — is made here, so that each carries a
-// Retry-After: the Go and TypeScript clients wait at least that long before
-// they try again, however short their own backoff.
 
 // Exhausted returns err as resource_exhausted, with a Retry-After of after
 // (whole seconds, at least 1) in its metadata: a Connect unary response's
@@ -35,12 +37,4 @@ func WriteExhausted(w http.ResponseWriter, msg string, after time.Duration) {
 // rounded up, at least 1.
 func RetryAfterValue(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
-}
-
-// retryAfter is the wait err names, if it is an *Error, else a second.
-func retryAfter(err error) time.Duration {
-	if e, ok := AsError(err); ok {
-		return e.RetryAfter
-	}
-	return time.Second
 }
