@@ -78,10 +78,25 @@ start)
 	mkdir -p "$dir"
 	trap 'stop_all' ERR
 	for i in 1 2 3; do
-		setsid bin/nats-server --name "n$i" --addr 127.0.0.1 --port "$((nats_port + i - 1))" \
-			--http_port "$((monitor_port + i - 1))" \
-			--jetstream --store_dir "$dir/n$i" --cluster_name clusterbench \
-			--cluster "nats://127.0.0.1:$((route_port + i - 1))" --routes "$routes" >"$dir/n$i.log" 2>&1 </dev/null &
+		# A configuration file, for the batch limit: a PublishBatch is one
+		# JetStream atomic batch of up to 1,024 commits (nats-server's
+		# default limit is 1,000; docs/scaling.md, "PublishBatch on a
+		# durable store").
+		cat >"$dir/n$i.conf" <<-EOF
+			server_name: n$i
+			listen: 127.0.0.1:$((nats_port + i - 1))
+			http: 127.0.0.1:$((monitor_port + i - 1))
+			jetstream {
+				store_dir: "$dir/n$i"
+				limits { batch { max_msgs: 1024 } }
+			}
+			cluster {
+				name: clusterbench
+				listen: 127.0.0.1:$((route_port + i - 1))
+				routes: [${routes//,/, }]
+			}
+		EOF
+		setsid bin/nats-server -c "$dir/n$i.conf" >"$dir/n$i.log" 2>&1 </dev/null &
 		echo $! >"$dir/n$i.pid"
 	done
 	for i in 1 2 3; do
