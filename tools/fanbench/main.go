@@ -9,8 +9,10 @@
 // stream's order (the seq of its SSE id rising), and times each one from
 // its request's send to its arrival. fanbench prints one JSON object: the
 // deliveries per second of all the replicas and of each, the latency, the
-// lost, duplicated and reordered deliveries, and the publisher's achieved
-// rate. It talks only to loopback servers, and every step is bounded.
+// lost, duplicated and reordered deliveries, the publisher's achieved
+// rate, and its own CPU and the machine's busy share over the run (the
+// servers share the machine with it). It talks only to loopback servers,
+// and every step is bounded.
 //
 //	bash tools/clusterbench.sh start 3
 //	go run ./tools/fanbench -servers http://127.0.0.1:18281,http://127.0.0.1:18282,http://127.0.0.1:18283 \
@@ -51,10 +53,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -176,6 +180,9 @@ type Result struct {
 	DeliveriesPerS    float64         `json:"deliveries_per_s"`
 	PerReplica        []ReplicaResult `json:"per_replica"`
 	Latency           Quantiles       `json:"publish_to_deliver_ms"`
+	ToolCPUS          float64         `json:"fanbench_cpu_s"`   // fanbench's own, publishing and draining
+	MachineBusy       float64         `json:"machine_busy_pct"` // all CPUs, every process (Linux; 0 elsewhere)
+	CPUs              int             `json:"cpus"`
 	SubscribersFailed int             `json:"subscribers_failed"`
 	FirstError        string          `json:"first_error,omitempty"`
 }
@@ -270,11 +277,19 @@ func bench(ctx context.Context, c config) (*Result, error) {
 		return nil, fmt.Errorf("%d of %d subscribers failed; the first: %w", len(failed), len(subs), failed[0])
 	}
 
+	cpu0 := cpuTime()
+	busy0, total0 := machineTicks()
 	pub := publish(ctx, client, c, topic)
 	drain(ctx, subs, int64(n), c.drain)
+	cpu1 := cpuTime()
+	busy1, total1 := machineTicks()
 	stop()
 
-	res := &Result{Replicas: len(c.servers), Subscribers: c.subscribers, OfferedRate: c.rate, Publish: pub.PublishResult}
+	res := &Result{Replicas: len(c.servers), Subscribers: c.subscribers, OfferedRate: c.rate, Publish: pub.PublishResult,
+		ToolCPUS: round((cpu1 - cpu0).Seconds(), 2), CPUs: runtime.NumCPU()}
+	if total1 > total0 {
+		res.MachineBusy = round(100*(busy1-busy0)/(total1-total0), 1)
+	}
 	var h hist
 	var last time.Time
 	per := map[string]*ReplicaResult{}
@@ -656,6 +671,37 @@ func (h *hist) quantiles() Quantiles {
 		return round(float64(h.max)/1e6, 3)
 	}
 	return Quantiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: round(float64(h.max)/1e6, 3)}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// machineTicks is the machine's busy and total CPU time so far, in clock
+// ticks, from /proc/stat's first line (zeros where it cannot be read).
+func machineTicks() (busy, total float64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		x, _ := strconv.ParseFloat(v, 64)
+		total += x
+		if i != 3 && i != 4 { // idle, iowait
+			busy += x
+		}
+	}
+	return busy, total
 }
 
 func round(v float64, d int) float64 {
