@@ -52,6 +52,19 @@ wait_for() { # what, command...
 	return 1
 }
 
+ready() { # port: the replica answers /readyz 200; one that has exited stops the wait
+	kill -0 "$(cat "$dir/ringcast-$1.pid")" 2>/dev/null || {
+		echo "clusterbench: ringcast on $1 exited ($dir/ringcast-$1.log):" >&2
+		tail -5 "$dir/ringcast-$1.log" >&2
+		exit 1
+	}
+	curl -fs -o /dev/null "http://127.0.0.1:$1/readyz"
+}
+
+has_meta_leader() {
+	curl -fs "http://127.0.0.1:$monitor_port/jsz" | grep -q '"leader": *"[^"]'
+}
+
 stop_all() {
 	for f in "$dir"/ringcast-*.pid; do stop_pid "$f"; done
 	for i in 1 2 3; do stop_pid "$dir/n$i.pid"; done
@@ -76,7 +89,9 @@ start)
 	}
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	trap 'stop_all' ERR
+	# Whatever fails from here on stops what was started.
+	trap '[ "$started" = true ] || stop_all' EXIT
+	started=false
 	for i in 1 2 3; do
 		# A configuration file, for the batch limit: a PublishBatch is one
 		# JetStream atomic batch of up to 1,024 commits (nats-server's
@@ -102,6 +117,9 @@ start)
 	for i in 1 2 3; do
 		wait_for "nats-server n$i (see $dir/n$i.log)" curl -fs -o /dev/null "http://127.0.0.1:$((monitor_port + i - 1))/healthz"
 	done
+	# A JetStream request before the cluster has elected its meta leader
+	# gets no responder, and a replica would exit on it.
+	wait_for "the JetStream cluster's meta leader (see $dir/n1.log)" has_meta_leader
 	for r in $(seq "$replicas"); do
 		p=$((port + r - 1))
 		# shellcheck disable=SC2086 # CLUSTERBENCH_SERVE_ARGS is a list of flags
@@ -110,11 +128,12 @@ start)
 			--publish-byte-rate -1 --max-conns-per-client -1 ${CLUSTERBENCH_SERVE_ARGS:-} \
 			>"$dir/ringcast-$p.log" 2>&1 </dev/null &
 		echo $! >"$dir/ringcast-$p.pid"
-		if ! wait_for "ringcast on $p (see $dir/ringcast-$p.log)" curl -fs -o /dev/null "http://127.0.0.1:$p/readyz"; then
+		if ! wait_for "ringcast on $p (see $dir/ringcast-$p.log)" ready "$p"; then
 			cat "$dir/ringcast-$p.log" >&2
 			exit 1
 		fi
 	done
+	started=true
 	for r in $(seq "$replicas"); do
 		p=$((port + r - 1))
 		echo "http://127.0.0.1:$p $(cat "$dir/ringcast-$p.pid")"
