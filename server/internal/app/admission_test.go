@@ -66,6 +66,15 @@ func (f *testFace) outcome(ctx context.Context, h *hub.Hub, key hub.Key) (hub.Pu
 	return h.Outcome(hub.ContextWithPeer(ctx, "192.0.2.1:4000"), key)
 }
 
+// onMemoryAndEmbedded runs f on the memory store and on an embedded
+// nats-server: admission is the hub's, whichever log it appends to, and
+// the durable store keeps each publisher's keys in its own space.
+func onMemoryAndEmbedded(t *testing.T, f func(t *testing.T, st ringtest.Store)) {
+	for _, st := range []ringtest.Store{ringtest.Memory, ringtest.Embedded} {
+		t.Run(st.Name, func(t *testing.T) { f(t, st) })
+	}
+}
+
 // TestAFaceIsAdmittedByTheEdge: a face that forgets every check still
 // cannot serve a topic the caller's token does not grant, nor open a
 // stream with an expired token: the production hub admits every stream
@@ -74,7 +83,11 @@ func (f *testFace) outcome(ctx context.Context, h *hub.Hub, key hub.Key) (hub.Pu
 // topic means the grant, and a refused stream is never counted. The face
 // claims a fourth encoding slot, which the server starts with.
 func TestAFaceIsAdmittedByTheEdge(t *testing.T) {
-	srv := ringtest.Start(t, ringtest.Config())
+	onMemoryAndEmbedded(t, testAFaceIsAdmittedByTheEdge)
+}
+
+func testAFaceIsAdmittedByTheEdge(t *testing.T, st ringtest.Store) {
+	srv := st.Start(t, ringtest.Config())
 	h := srv.Hub()
 	for _, topic := range []string{"gauges/eden", "other/x", "gauges/lune"} {
 		if _, err := h.Publish([]*ringcastv1.Fact{scopeFact(topic, topic)}, ""); err != nil {
@@ -122,7 +135,11 @@ func TestAFaceIsAdmittedByTheEdge(t *testing.T) {
 // (edge.Admitter). A refusal is auth's own error, which answers itself on
 // every wire.
 func TestAFacePublishesAsTheEdgeAdmits(t *testing.T) {
-	srv := ringtest.Start(t, ringtest.Config())
+	onMemoryAndEmbedded(t, testAFacePublishesAsTheEdgeAdmits)
+}
+
+func testAFacePublishesAsTheEdgeAdmits(t *testing.T, st ringtest.Store) {
+	srv := st.Start(t, ringtest.Config())
 	h := srv.Hub()
 	hour := time.Now().Add(time.Hour)
 	alice := auth.WithIdentity(context.Background(), &auth.Identity{Subject: "alice", Publish: auth.Grant{"*"}, Subscribe: auth.Grant{"*"}, Deadline: hour})
