@@ -2,7 +2,6 @@ package natslog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -165,17 +164,6 @@ func (l *Log) checkAtomic(ctx context.Context) error {
 	return nil
 }
 
-// pubAck is JetStream's answer to a publish, with the batch fields the
-// client's PubAck lacks.
-type pubAck struct {
-	Stream    string              `json:"stream"`
-	Seq       uint64              `json:"seq"`
-	Duplicate bool                `json:"duplicate"`
-	BatchID   string              `json:"batch"`
-	Count     int                 `json:"count"`
-	Error     *jetstream.APIError `json:"error"`
-}
-
 // publishBatch publishes commits[i] for i in pending as one atomic batch and
 // returns the stream sequence of the last, and each message's checksum.
 // Only the commit message asks for an answer; JetStream abandons a batch
@@ -200,13 +188,9 @@ func (l *Log) publishBatch(ctx context.Context, at time.Time, commits []hub.Comm
 			continue
 		}
 		m.Header.Set("Nats-Batch-Commit", "1")
-		resp, err := l.nc.RequestMsgWithContext(ctx, m)
+		ack, err := l.request(ctx, m, "atomic batch publish")
 		if err != nil {
 			return 0, nil, err
-		}
-		var ack pubAck
-		if err := json.Unmarshal(resp.Data, &ack); err != nil {
-			return 0, nil, fmt.Errorf("atomic batch publish: bad answer: %w", err)
 		}
 		if ack.Error != nil {
 			switch ack.Error.ErrorCode {

@@ -2,7 +2,6 @@ package natslog
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -205,13 +204,9 @@ func (l *Log) keySeq(ctx context.Context, key string, raft bool) (seq uint64, ok
 	} else {
 		m.Header.Set(jetstream.ExpectedLastMsgIDHeader, nats.NewInbox())
 	}
-	resp, err := l.nc.RequestMsgWithContext(ctx, m)
+	ack, err := l.request(ctx, m, "key lookup")
 	if err != nil {
 		return 0, false, err
-	}
-	var ack pubAck
-	if err := json.Unmarshal(resp.Data, &ack); err != nil {
-		return 0, false, fmt.Errorf("key lookup: bad answer: %w", err)
 	}
 	switch {
 	case ack.Error != nil:
@@ -265,13 +260,9 @@ func (l *Log) probe(ctx context.Context, keys []string) (bool, error) {
 	m.Header.Set("Nats-Batch-Id", id)
 	m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(len(keys)+1))
 	m.Header.Set("Nats-Batch-Commit", "1")
-	resp, err := l.nc.RequestMsgWithContext(ctx, m)
+	ack, err := l.request(ctx, m, "duplicate probe")
 	if err != nil {
 		return true, err
-	}
-	var ack pubAck
-	if err := json.Unmarshal(resp.Data, &ack); err != nil {
-		return true, fmt.Errorf("duplicate probe: bad answer: %w", err)
 	}
 	if ack.Error != nil && ack.Error.ErrorCode == errStreamMismatch {
 		return false, nil

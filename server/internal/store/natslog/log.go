@@ -114,9 +114,11 @@ type Log struct {
 	js      jetstream.JetStream
 	stream  jetstream.Stream
 	subject string
-	epoch   uint64
-	info    jetstream.StreamConfig
-	created time.Time
+	// ackPrefix starts a plain acknowledgement from the stream (plainAck).
+	ackPrefix []byte
+	epoch     uint64
+	info      jetstream.StreamConfig
+	created   time.Time
 	// reads bounds the reads in flight: a reconnect storm of old cursors
 	// queues here rather than in JetStream's API.
 	reads  chan struct{}
@@ -206,7 +208,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, nc: nc, js: js, subject: Subject(opts.Stream), reads: make(chan struct{}, maxReads)}
+	l := &Log{opts: opts, nc: nc, js: js, subject: Subject(opts.Stream), ackPrefix: ackPrefix(opts.Stream), reads: make(chan struct{}, maxReads)}
 	long := ctx // the check of every commit with Recover takes as long as it needs
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -337,25 +339,25 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
 	defer cancel()
 	known := l.head.Load()
-	ack, err := l.js.PublishMsg(ctx, m)
+	ack, err := l.publish(ctx, m)
 	if err != nil {
 		return hub.Receipt{}, l.condition(err)
 	}
-	if !ack.Duplicate && ack.Sequence <= known {
-		return hub.Receipt{}, l.replacedAck(ack.Sequence, known)
+	if !ack.Duplicate && ack.Seq <= known {
+		return hub.Receipt{}, l.replacedAck(ack.Seq, known)
 	}
-	l.saw(ack.Sequence)
+	l.saw(ack.Seq)
 	if !ack.Duplicate {
-		l.echo(ack.Sequence, at, c, crc)
+		l.echo(ack.Seq, at, c, crc)
 	}
-	l.raise(ack.Sequence)
+	l.raise(ack.Seq)
 	// A duplicate's PubAck carries the original's stream sequence (JetStream
 	// keeps it with the key for the duplicate window; a key whose original
 	// is still being stored is an error, retried by the client).
 	if ack.Duplicate {
-		return l.duplicate(ctx, ack.Sequence, at, c, 0, 1)
+		return l.duplicate(ctx, ack.Seq, at, c, 0, 1)
 	}
-	return hub.Receipt{Seq: ack.Sequence, Time: at}, nil
+	return hub.Receipt{Seq: ack.Seq, Time: at}, nil
 }
 
 // message is the stream message of one commit: the commit event in the
