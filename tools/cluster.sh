@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A local ringcast cluster: three nats-servers forming a JetStream cluster
 # and two ringcast replicas on one R3 stream. Used by `go tool task cluster`
-# and `go tool task cluster:stop`; state, logs and pids live in .cluster/.
+# and `go tool task cluster:stop`; the nats-servers' configuration files,
+# state, logs and pids live in .cluster/.
 #   cluster.sh start   (bin/ringcast and bin/nats-server built)
 #   cluster.sh stop
 # The ports and the demo feed come from the environment (the task passes
@@ -54,6 +55,10 @@ wait_for() { # what, command...
 	return 1
 }
 
+has_meta_leader() {
+	curl -fs "http://127.0.0.1:$monitor_port/jsz" | grep -q '"leader": *"[^"]'
+}
+
 start_ringcast() { # port, demo
 	setsid bin/ringcast serve --addr "127.0.0.1:$1" --store jetstream --nats-url "$urls" \
 		--nats-replicas 3 --demo="$2" >"$dir/ringcast-$1.log" 2>&1 </dev/null &
@@ -75,15 +80,33 @@ start)
 		fi
 	done
 	for i in 1 2 3; do
-		setsid bin/nats-server --name "n$i" --addr 127.0.0.1 --port "$((nats_port + i - 1))" \
-			--http_port "$((monitor_port + i - 1))" \
-			--jetstream --store_dir "$dir/n$i" --cluster_name ringcast \
-			--cluster "nats://127.0.0.1:$((route_port + i - 1))" --routes "$routes" >"$dir/n$i.log" 2>&1 </dev/null &
+		# A configuration file, for the batch limit: a PublishBatch is one
+		# JetStream atomic batch of up to 1,024 commits (nats-server's
+		# default limit is 1,000; docs/scaling.md, "PublishBatch on a
+		# durable store").
+		cat >"$dir/n$i.conf" <<-EOF
+			server_name: n$i
+			listen: 127.0.0.1:$((nats_port + i - 1))
+			http: 127.0.0.1:$((monitor_port + i - 1))
+			jetstream {
+				store_dir: "$dir/n$i"
+				limits { batch { max_msgs: 1024 } }
+			}
+			cluster {
+				name: ringcast
+				listen: 127.0.0.1:$((route_port + i - 1))
+				routes: [${routes//,/, }]
+			}
+		EOF
+		setsid bin/nats-server -c "$dir/n$i.conf" >"$dir/n$i.log" 2>&1 </dev/null &
 		echo $! >"$dir/n$i.pid"
 	done
 	for i in 1 2 3; do
 		wait_for "nats-server n$i (see $dir/n$i.log)" curl -fs -o /dev/null "http://127.0.0.1:$((monitor_port + i - 1))/healthz"
 	done
+	# A JetStream request before the cluster has elected its meta leader
+	# gets no responder, and a replica would exit on it.
+	wait_for "the JetStream cluster's meta leader (see $dir/n1.log)" has_meta_leader
 	start_ringcast "$a" "$demo"
 	start_ringcast "$b" false
 	echo "NATS JetStream cluster: $urls"
