@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A local ringcast cluster: three nats-servers forming a JetStream cluster
 # and two ringcast replicas on one R3 stream. Used by `go tool task cluster`
-# and `go tool task cluster:stop`; state, logs and pids live in .cluster/.
+# and `go tool task cluster:stop`; the nats-servers' configuration files,
+# state, logs and pids live in .cluster/.
 #   cluster.sh start   (bin/ringcast and bin/nats-server built)
 #   cluster.sh stop
 # The ports and the demo feed come from the environment (the task passes
@@ -13,6 +14,9 @@
 #   CLUSTER_MONITOR_PORT  the first HTTP monitoring port (18221), likewise
 #   CLUSTER_DEMO          true: replica A publishes the demo feed (false)
 set -euo pipefail
+# shellcheck source=tools/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+prog=cluster
 dir=.cluster
 port_a=${CLUSTER_PORT_A:-8080}
 port_b=${CLUSTER_PORT_B:-8081}
@@ -20,39 +24,12 @@ nats_port=${CLUSTER_NATS_PORT:-14221}
 route_port=${CLUSTER_ROUTE_PORT:-16221}
 monitor_port=${CLUSTER_MONITOR_PORT:-18221}
 demo=${CLUSTER_DEMO:-false}
-for v in port_a port_b nats_port route_port monitor_port; do
-	if ! [[ ${!v} =~ ^[0-9]+$ ]] || ((${!v} < 1 || ${!v} > 65533)); then
-		echo "cluster: $v=${!v}: want a port number" >&2
-		exit 2
-	fi
-done
+check_ports port_a port_b nats_port route_port monitor_port
 if [[ $demo != true && $demo != false ]]; then
 	echo "cluster: CLUSTER_DEMO=$demo: want true or false" >&2
 	exit 2
 fi
-urls=nats://127.0.0.1:$nats_port,nats://127.0.0.1:$((nats_port + 1)),nats://127.0.0.1:$((nats_port + 2))
-routes=nats://127.0.0.1:$route_port,nats://127.0.0.1:$((route_port + 1)),nats://127.0.0.1:$((route_port + 2))
-
-stop_pid() { # pidfile
-	[ -f "$1" ] || return 0
-	local pid
-	pid=$(cat "$1")
-	if kill -TERM "$pid" 2>/dev/null; then
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	fi
-	rm -f "$1"
-}
-
-wait_for() { # what, command...
-	local what=$1
-	shift
-	for _ in $(seq 300); do
-		if "$@"; then return 0; fi
-		sleep 0.1
-	done
-	echo "$what did not start" >&2
-	return 1
-}
+urls=$(nats_urls)
 
 start_ringcast() { # port, demo
 	setsid bin/ringcast serve --addr "127.0.0.1:$1" --store jetstream --nats-url "$urls" \
@@ -74,16 +51,7 @@ start)
 			exit 1
 		fi
 	done
-	for i in 1 2 3; do
-		setsid bin/nats-server --name "n$i" --addr 127.0.0.1 --port "$((nats_port + i - 1))" \
-			--http_port "$((monitor_port + i - 1))" \
-			--jetstream --store_dir "$dir/n$i" --cluster_name ringcast \
-			--cluster "nats://127.0.0.1:$((route_port + i - 1))" --routes "$routes" >"$dir/n$i.log" 2>&1 </dev/null &
-		echo $! >"$dir/n$i.pid"
-	done
-	for i in 1 2 3; do
-		wait_for "nats-server n$i (see $dir/n$i.log)" curl -fs -o /dev/null "http://127.0.0.1:$((monitor_port + i - 1))/healthz"
-	done
+	start_nats ringcast
 	start_ringcast "$a" "$demo"
 	start_ringcast "$b" false
 	echo "NATS JetStream cluster: $urls"
@@ -96,7 +64,7 @@ start)
 	;;
 stop)
 	for f in "$dir"/ringcast-*.pid; do stop_pid "$f"; done
-	for i in 1 2 3; do stop_pid "$dir/n$i.pid"; done
+	stop_nats
 	echo "cluster stopped (the stream stays in $dir/; rm -rf $dir to start afresh)"
 	;;
 *)

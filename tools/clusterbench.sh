@@ -17,40 +17,16 @@
 #   CLUSTERBENCH_DIR           stores, logs and pids (${TMPDIR:-/tmp}/ringcast-clusterbench)
 #   CLUSTERBENCH_SERVE_ARGS    more `ringcast serve` flags for every replica (e.g. --sse-park)
 set -euo pipefail
+# shellcheck source=tools/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+prog=clusterbench
 dir=${CLUSTERBENCH_DIR:-${TMPDIR:-/tmp}/ringcast-clusterbench}
 port=${CLUSTERBENCH_PORT:-18281}
 nats_port=${CLUSTERBENCH_NATS_PORT:-24221}
 route_port=${CLUSTERBENCH_ROUTE_PORT:-26221}
 monitor_port=${CLUSTERBENCH_MONITOR_PORT:-28221}
-for v in port nats_port route_port monitor_port; do
-	if ! [[ ${!v} =~ ^[0-9]+$ ]] || ((${!v} < 1 || ${!v} > 65533)); then
-		echo "clusterbench: $v=${!v}: want a port number" >&2
-		exit 2
-	fi
-done
-urls=nats://127.0.0.1:$nats_port,nats://127.0.0.1:$((nats_port + 1)),nats://127.0.0.1:$((nats_port + 2))
-routes=nats://127.0.0.1:$route_port,nats://127.0.0.1:$((route_port + 1)),nats://127.0.0.1:$((route_port + 2))
-
-stop_pid() { # pidfile
-	[ -f "$1" ] || return 0
-	local pid
-	pid=$(cat "$1")
-	if kill -TERM "$pid" 2>/dev/null; then
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	fi
-	rm -f "$1"
-}
-
-wait_for() { # what, command...
-	local what=$1
-	shift
-	for _ in $(seq 300); do
-		if "$@"; then return 0; fi
-		sleep 0.1
-	done
-	echo "clusterbench: $what did not start" >&2
-	return 1
-}
+check_ports port nats_port route_port monitor_port
+urls=$(nats_urls)
 
 ready() { # port: the replica answers /readyz 200; one that has exited stops the wait
 	kill -0 "$(cat "$dir/ringcast-$1.pid")" 2>/dev/null || {
@@ -61,13 +37,9 @@ ready() { # port: the replica answers /readyz 200; one that has exited stops the
 	curl -fs -o /dev/null "http://127.0.0.1:$1/readyz"
 }
 
-has_meta_leader() {
-	curl -fs "http://127.0.0.1:$monitor_port/jsz" | grep -q '"leader": *"[^"]'
-}
-
 stop_all() {
 	for f in "$dir"/ringcast-*.pid; do stop_pid "$f"; done
-	for i in 1 2 3; do stop_pid "$dir/n$i.pid"; done
+	stop_nats
 }
 
 case ${1:-} in
@@ -92,34 +64,7 @@ start)
 	# Whatever fails from here on stops what was started.
 	trap '[ "$started" = true ] || stop_all' EXIT
 	started=false
-	for i in 1 2 3; do
-		# A configuration file, for the batch limit: a PublishBatch is one
-		# JetStream atomic batch of up to 1,024 commits (nats-server's
-		# default limit is 1,000; docs/scaling.md, "PublishBatch on a
-		# durable store").
-		cat >"$dir/n$i.conf" <<-EOF
-			server_name: n$i
-			listen: 127.0.0.1:$((nats_port + i - 1))
-			http: 127.0.0.1:$((monitor_port + i - 1))
-			jetstream {
-				store_dir: "$dir/n$i"
-				limits { batch { max_msgs: 1024 } }
-			}
-			cluster {
-				name: clusterbench
-				listen: 127.0.0.1:$((route_port + i - 1))
-				routes: [${routes//,/, }]
-			}
-		EOF
-		setsid bin/nats-server -c "$dir/n$i.conf" >"$dir/n$i.log" 2>&1 </dev/null &
-		echo $! >"$dir/n$i.pid"
-	done
-	for i in 1 2 3; do
-		wait_for "nats-server n$i (see $dir/n$i.log)" curl -fs -o /dev/null "http://127.0.0.1:$((monitor_port + i - 1))/healthz"
-	done
-	# A JetStream request before the cluster has elected its meta leader
-	# gets no responder, and a replica would exit on it.
-	wait_for "the JetStream cluster's meta leader (see $dir/n1.log)" has_meta_leader
+	start_nats clusterbench
 	for r in $(seq "$replicas"); do
 		p=$((port + r - 1))
 		# shellcheck disable=SC2086 # CLUSTERBENCH_SERVE_ARGS is a list of flags

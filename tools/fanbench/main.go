@@ -58,8 +58,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/ringcast/ringcast/tools/internal/benchkit"
 )
 
 func main() {
@@ -108,13 +109,8 @@ func flags(c *config, servers *string) *flag.FlagSet {
 func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
 	var servers string
-	fs := flags(&c, &servers)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := benchkit.ParseFlags(flags(&c, &servers), args, stderr); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if servers == "" {
 		return c, errors.New("-servers is required: the replicas' URLs, comma-separated")
@@ -167,24 +163,24 @@ func loopbackURL(s string) error {
 
 // Result is the run's report, printed as JSON.
 type Result struct {
-	Replicas          int             `json:"replicas"`
-	Subscribers       int             `json:"subscribers"`
-	OfferedRate       int             `json:"offered_rate"`
-	Publish           PublishResult   `json:"publish"`
-	Expected          int64           `json:"expected_deliveries"`
-	Deliveries        int64           `json:"deliveries"`
-	Lost              int64           `json:"lost"`
-	Duplicated        int64           `json:"duplicated"`
-	OutOfOrder        int64           `json:"out_of_order"`
-	WindowS           float64         `json:"window_s"`
-	DeliveriesPerS    float64         `json:"deliveries_per_s"`
-	PerReplica        []ReplicaResult `json:"per_replica"`
-	Latency           Quantiles       `json:"publish_to_deliver_ms"`
-	ToolCPUS          float64         `json:"fanbench_cpu_s"`   // fanbench's own, publishing and draining
-	MachineBusy       float64         `json:"machine_busy_pct"` // all CPUs, every process (Linux; 0 elsewhere)
-	CPUs              int             `json:"cpus"`
-	SubscribersFailed int             `json:"subscribers_failed"`
-	FirstError        string          `json:"first_error,omitempty"`
+	Replicas          int                `json:"replicas"`
+	Subscribers       int                `json:"subscribers"`
+	OfferedRate       int                `json:"offered_rate"`
+	Publish           PublishResult      `json:"publish"`
+	Expected          int64              `json:"expected_deliveries"`
+	Deliveries        int64              `json:"deliveries"`
+	Lost              int64              `json:"lost"`
+	Duplicated        int64              `json:"duplicated"`
+	OutOfOrder        int64              `json:"out_of_order"`
+	WindowS           float64            `json:"window_s"`
+	DeliveriesPerS    float64            `json:"deliveries_per_s"`
+	PerReplica        []ReplicaResult    `json:"per_replica"`
+	Latency           benchkit.Quantiles `json:"publish_to_deliver_ms"`
+	ToolCPUS          float64            `json:"fanbench_cpu_s"`   // fanbench's own, publishing and draining
+	MachineBusy       float64            `json:"machine_busy_pct"` // all CPUs, every process (Linux; 0 elsewhere)
+	CPUs              int                `json:"cpus"`
+	SubscribersFailed int                `json:"subscribers_failed"`
+	FirstError        string             `json:"first_error,omitempty"`
 }
 
 // PublishResult is the publisher's side.
@@ -203,14 +199,6 @@ type ReplicaResult struct {
 	Subscribers    int     `json:"subscribers"`
 	Deliveries     int64   `json:"deliveries"`
 	DeliveriesPerS float64 `json:"deliveries_per_s"`
-}
-
-// Quantiles are milliseconds.
-type Quantiles struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -277,20 +265,20 @@ func bench(ctx context.Context, c config) (*Result, error) {
 		return nil, fmt.Errorf("%d of %d subscribers failed; the first: %w", len(failed), len(subs), failed[0])
 	}
 
-	cpu0 := cpuTime()
+	cpu0 := benchkit.CPUTime()
 	busy0, total0 := machineTicks()
 	pub := publish(ctx, client, c, topic)
 	drain(ctx, subs, int64(n), c.drain)
-	cpu1 := cpuTime()
+	cpu1 := benchkit.CPUTime()
 	busy1, total1 := machineTicks()
 	stop()
 
 	res := &Result{Replicas: len(c.servers), Subscribers: c.subscribers, OfferedRate: c.rate, Publish: pub.PublishResult,
-		ToolCPUS: round((cpu1 - cpu0).Seconds(), 2), CPUs: runtime.NumCPU()}
+		ToolCPUS: benchkit.Round((cpu1 - cpu0).Seconds(), 2), CPUs: runtime.NumCPU()}
 	if total1 > total0 {
-		res.MachineBusy = round(100*(busy1-busy0)/(total1-total0), 1)
+		res.MachineBusy = benchkit.Round(100*(busy1-busy0)/(total1-total0), 1)
 	}
-	var h hist
+	var h benchkit.Hist
 	var last time.Time
 	per := map[string]*ReplicaResult{}
 	for _, srv := range c.servers {
@@ -308,7 +296,7 @@ func bench(ctx context.Context, c config) (*Result, error) {
 		r := per[s.server]
 		r.Subscribers++
 		r.Deliveries += s.received
-		h.merge(&s.hist)
+		h.Merge(&s.hist)
 		if s.last.After(last) {
 			last = s.last
 		}
@@ -323,13 +311,13 @@ func bench(ctx context.Context, c config) (*Result, error) {
 	res.Lost = res.Expected - res.Deliveries
 	window := last.Sub(pub.start)
 	if window > 0 {
-		res.WindowS = round(window.Seconds(), 3)
+		res.WindowS = benchkit.Round(window.Seconds(), 3)
 		res.DeliveriesPerS = math.Round(float64(res.Deliveries) / window.Seconds())
 		for i := range res.PerReplica {
 			res.PerReplica[i].DeliveriesPerS = math.Round(float64(res.PerReplica[i].Deliveries) / window.Seconds())
 		}
 	}
-	res.Latency = h.quantiles()
+	res.Latency = h.Quantiles()
 	var err error
 	switch {
 	case pub.Failed > 0:
@@ -486,7 +474,7 @@ type subscriber struct {
 	lastSeq    uint64
 	lastIdx    int
 	last       time.Time // the latest delivery
-	hist       hist
+	hist       benchkit.Hist
 	err        error
 }
 
@@ -590,7 +578,7 @@ func (s *subscriber) deliver(seq uint64, idx int, sentNs int64, now time.Time) {
 	s.received++
 	s.count.Add(1)
 	s.last = now
-	s.hist.add(now.Sub(time.Unix(0, sentNs)))
+	s.hist.Add(now.Sub(time.Unix(0, sentNs)))
 }
 
 // parseSeq is the seq of an SSE id, epoch-seq or epoch-seq-fingerprint
@@ -623,65 +611,6 @@ func field(line, key []byte) (int64, bool) {
 	return v, err == nil
 }
 
-// hist counts latencies in buckets growing by 2% from 1 µs: a quantile
-// is within 2% of the true value.
-type hist struct {
-	counts [histBuckets]uint64
-	max    time.Duration
-	total  uint64
-}
-
-const histBuckets = 1200 // 1 µs × 1.02^1200 ≈ 21,000 s
-
-var histLog = math.Log(1.02)
-
-func (h *hist) add(d time.Duration) {
-	us := float64(d) / 1e3
-	b := 0
-	if us > 1 {
-		b = min(int(math.Log(us)/histLog)+1, histBuckets-1)
-	}
-	h.counts[b]++
-	h.total++
-	h.max = max(h.max, d)
-}
-
-func (h *hist) merge(o *hist) {
-	for i, v := range o.counts {
-		h.counts[i] += v
-	}
-	h.total += o.total
-	h.max = max(h.max, o.max)
-}
-
-// quantiles reads each bucket as its upper bound.
-func (h *hist) quantiles() Quantiles {
-	if h.total == 0 {
-		return Quantiles{}
-	}
-	at := func(q float64) float64 {
-		rank := uint64(math.Ceil(q * float64(h.total)))
-		var seen uint64
-		for i, v := range h.counts {
-			seen += v
-			if seen >= rank {
-				return round(math.Pow(1.02, float64(i))/1e3, 3)
-			}
-		}
-		return round(float64(h.max)/1e6, 3)
-	}
-	return Quantiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: round(float64(h.max)/1e6, 3)}
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // machineTicks is the machine's busy and total CPU time so far, in clock
 // ticks, from /proc/stat's first line (zeros where it cannot be read).
 func machineTicks() (busy, total float64) {
@@ -702,9 +631,4 @@ func machineTicks() (busy, total float64) {
 		}
 	}
 	return busy, total
-}
-
-func round(v float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	return math.Round(v*p) / p
 }

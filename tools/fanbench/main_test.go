@@ -3,16 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ringcast/ringcast/tools/internal/benchkit"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -63,18 +63,15 @@ func TestParseRefuses(t *testing.T) {
 // TestPackageCommentListsEveryFlag keeps the package comment's flag list
 // in step with the flag set.
 func TestPackageCommentListsEveryFlag(t *testing.T) {
-	src, err := os.ReadFile("main.go")
+	var c config
+	var servers string
+	missing, err := benchkit.UndocumentedFlags("main.go", flags(&c, &servers))
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, _, _ := strings.Cut(string(src), "package main")
-	var c config
-	var servers string
-	flags(&c, &servers).VisitAll(func(f *flag.Flag) {
-		if !strings.Contains(doc, "//\t-"+f.Name+" ") {
-			t.Errorf("the package comment does not list -%s", f.Name)
-		}
-	})
+	for _, name := range missing {
+		t.Errorf("the package comment does not list -%s", name)
+	}
 }
 
 func TestParseSeq(t *testing.T) {
@@ -87,18 +84,6 @@ func TestParseSeq(t *testing.T) {
 		if got := parseSeq([]byte(in)); got != want {
 			t.Errorf("parseSeq(%q) = %d, want %d", in, got, want)
 		}
-	}
-}
-
-func TestHistQuantiles(t *testing.T) {
-	var h hist
-	for i := 1; i <= 1000; i++ {
-		h.add(time.Duration(i) * 10 * time.Microsecond) // 0.01 to 10 ms
-	}
-	q := h.quantiles()
-	near := func(got, want float64) bool { return got >= want && got <= want*1.021 }
-	if !near(q.P50, 5) || !near(q.P99, 9.9) || q.Max != 10 {
-		t.Fatalf("quantiles %+v", q)
 	}
 }
 

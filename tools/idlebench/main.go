@@ -34,6 +34,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ringcast/ringcast/tools/internal/benchkit"
 )
 
 func main() {
@@ -62,7 +64,6 @@ type config struct {
 func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("idlebench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&c.server, "server", "http://127.0.0.1:8080", "the ringcast server's URL (a 127.0.0.0/8 address)")
 	fs.IntVar(&c.streams, "streams", 1000, "idle SSE streams to open, over all processes")
 	fs.IntVar(&c.procs, "procs", 1, "worker processes the streams are spread over (each has its own open-file limit)")
@@ -75,11 +76,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "the whole run's bound")
 	fs.BoolVar(&c.worker, "worker", false, "run as a worker (idlebench starts its workers itself)")
 	fs.StringVar(&c.from, "from", "", "-worker: the source addresses, comma-separated")
-	if err := fs.Parse(args); err != nil {
+	if err := benchkit.ParseFlags(fs, args, stderr); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if c.hold == 0 {
 		c.hold = c.heartbeat * 5 / 2

@@ -44,14 +44,14 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ringcast/ringcast/tools/internal/benchkit"
 )
 
 func main() {
@@ -98,13 +98,8 @@ func flags(c *config) *flag.FlagSet {
 
 func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
-	fs := flags(&c)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := benchkit.ParseFlags(flags(&c), args, stderr); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	switch {
 	case c.replicas != 1 && c.replicas != 3:
@@ -131,43 +126,23 @@ func parse(args []string, stderr io.Writer) (config, error) {
 
 // Result is the run's report, printed as JSON.
 type Result struct {
-	Replicas     int       `json:"replicas"`
-	Servers      int       `json:"servers"`
-	Publish      string    `json:"publish"` // sync or async
-	ConsumeFrom  string    `json:"consume_from"`
-	Rate         int       `json:"offered_rate"`
-	Duration     float64   `json:"duration_s"`
-	Size         int       `json:"size"`
-	Sent         int       `json:"sent"`
-	AchievedRate float64   `json:"achieved_rate"`
-	Received     int       `json:"received"`
-	Lost         int       `json:"lost"`
-	Duplicated   int       `json:"duplicated"`
-	OutOfOrder   int       `json:"out_of_order"`
-	Latency      Quantiles `json:"publish_to_consume_ms"`
-	Ack          Quantiles `json:"ack_ms,omitzero"` // sync: the wait for each acknowledgement
-	CPUPerMsg    float64   `json:"cpu_ms_per_msg"`  // the whole process: servers, publisher, consumer
-	Note         string    `json:"note"`
-}
-
-// Quantiles are milliseconds.
-type Quantiles struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
-
-func quantiles(d []time.Duration) Quantiles {
-	if len(d) == 0 {
-		return Quantiles{}
-	}
-	slices.Sort(d)
-	at := func(q float64) float64 {
-		i := int(math.Ceil(q*float64(len(d)))) - 1
-		return math.Round(float64(d[max(i, 0)])/1e3) / 1e3
-	}
-	return Quantiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
+	Replicas     int                `json:"replicas"`
+	Servers      int                `json:"servers"`
+	Publish      string             `json:"publish"` // sync or async
+	ConsumeFrom  string             `json:"consume_from"`
+	Rate         int                `json:"offered_rate"`
+	Duration     float64            `json:"duration_s"`
+	Size         int                `json:"size"`
+	Sent         int                `json:"sent"`
+	AchievedRate float64            `json:"achieved_rate"`
+	Received     int                `json:"received"`
+	Lost         int                `json:"lost"`
+	Duplicated   int                `json:"duplicated"`
+	OutOfOrder   int                `json:"out_of_order"`
+	Latency      benchkit.Quantiles `json:"publish_to_consume_ms"`
+	Ack          benchkit.Quantiles `json:"ack_ms,omitzero"` // sync: the wait for each acknowledgement
+	CPUPerMsg    float64            `json:"cpu_ms_per_msg"`  // the whole process: servers, publisher, consumer
+	Note         string             `json:"note"`
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -418,7 +393,7 @@ func measure(c config, servers []*server.Server) (*Result, error) {
 	payload := make([]byte, c.size)
 	acks := make([]time.Duration, 0, n)
 	every := time.Second / time.Duration(c.rate)
-	cpu0 := cpuTime()
+	cpu0 := benchkit.CPUTime()
 	t0 := time.Now()
 	var pubErr error
 	for i := range n {
@@ -459,7 +434,7 @@ func measure(c config, servers []*server.Server) (*Result, error) {
 	} else {
 		time.Sleep(min(c.drain, 2*time.Second))
 	}
-	cpu := cpuTime() - cpu0
+	cpu := benchkit.CPUTime() - cpu0
 	cc.Stop()
 
 	k.mu.Lock()
@@ -469,20 +444,11 @@ func measure(c config, servers []*server.Server) (*Result, error) {
 	res.Lost = res.Sent - k.received
 	res.Duplicated = k.duplicated
 	res.OutOfOrder = k.outOfOrder
-	res.Latency = quantiles(k.lat)
-	res.Ack = quantiles(acks)
+	res.Latency = benchkit.QuantilesOf(k.lat)
+	res.Ack = benchkit.QuantilesOf(acks)
 	res.CPUPerMsg = math.Round(float64(cpu)/float64(max(res.Sent, 1))/1e3) / 1e3
 	if pubErr == nil && res.Lost > 0 {
 		pubErr = fmt.Errorf("%d of %d messages not consumed %s after the last publish", res.Lost, res.Sent, c.drain)
 	}
 	return res, pubErr
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"flag"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringcast/ringcast/tools/internal/benchkit"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -67,29 +67,12 @@ func TestParseRefuses(t *testing.T) {
 // TestPackageCommentListsEveryFlag keeps the package comment's flag list
 // in step with the flag set.
 func TestPackageCommentListsEveryFlag(t *testing.T) {
-	src, err := os.ReadFile("main.go")
+	var c config
+	missing, err := benchkit.UndocumentedFlags("main.go", flags(&c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, _, _ := strings.Cut(string(src), "package main")
-	var c config
-	flags(&c).VisitAll(func(f *flag.Flag) {
-		if !strings.Contains(doc, "//\t-"+f.Name+" ") {
-			t.Errorf("the package comment does not list -%s", f.Name)
-		}
-	})
-}
-
-func TestQuantiles(t *testing.T) {
-	var d []time.Duration
-	for i := 100; i >= 1; i-- {
-		d = append(d, time.Duration(i)*time.Millisecond)
-	}
-	q := quantiles(d)
-	if q.P50 != 50 || q.P90 != 90 || q.P99 != 99 || q.Max != 100 {
-		t.Fatalf("quantiles %+v", q)
-	}
-	if (quantiles(nil) != Quantiles{}) {
-		t.Fatal("no samples: want zeros")
+	for _, name := range missing {
+		t.Errorf("the package comment does not list -%s", name)
 	}
 }
