@@ -141,6 +141,9 @@ func openStore(ctx context.Context, cfg Config) (hub.Log, func(), error) {
 		// The largest commit the request limits allow: an external NATS
 		// whose max_payload is smaller is named at start.
 		LargestCommit: hub.MaxCommitBytes(cfg.MaxRequestBytes, cfg.MaxFactBytes),
+		// The embedded server has no listener: only this Log appends to
+		// its stream.
+		SoleWriter: s.Kind == StoreEmbedded && s.NATSConn == nil,
 	})
 	if err != nil {
 		closeAll()

@@ -52,7 +52,7 @@ func (h *Hub) startLog(ctx context.Context) error {
 	h.logFirst = first
 	if el, ok := h.log.(EchoLog); ok {
 		// The Log's own commits enter the ring from their acknowledgement.
-		el.Echo(Intake{Take: h.take, Held: h.held})
+		el.Echo(Intake{Take: h.take, Held: h.held, Head: h.heldUpTo})
 	}
 	h.notifierWG.Add(3)
 	go h.notify()

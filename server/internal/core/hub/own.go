@@ -23,14 +23,20 @@ type Intake struct {
 	// returns, exactly as Follow will give it (seq, time, facts,
 	// traceparent, fingerprint). It may be called from any goroutine and
 	// out of seq order; the hub puts each commit in the ring when it is
-	// next in order.
-	Take func(*Event)
+	// next in order. It reports false when the hub did not take the
+	// commit (too many are waiting out of order): Follow must bring it.
+	Take func(*Event) bool
 	// Held reports whether the hub holds seq or has taken it (Take): then
 	// Follow may go past the commit at seq without decoding it or calling
 	// apply. Follow asks it in seq order, as it would apply; a taken
 	// commit it reports enters the ring then, with any taken commit below
 	// it (seqs between them are holes of the Log).
 	Held func(seq uint64) bool
+	// Head is the seq up to which the hub holds every commit of the Log
+	// (or went past its holes): a Follow that starts again, as a Log
+	// whose appends are the only ones does after it was idle, may start
+	// after it.
+	Head func() uint64
 }
 
 // maxOwn bounds the own commits the hub holds out of order, waiting for
@@ -43,9 +49,9 @@ const maxOwn = 4096
 type ownCommits []*Event
 
 // take is Intake.Take.
-func (h *Hub) take(ev *Event) {
+func (h *Hub) take(ev *Event) bool {
 	h.mu.Lock()
-	pushed := false
+	pushed, taken := false, true
 	switch {
 	case ev.Seq <= h.ring.head:
 	case ev.Seq == h.ring.head+1:
@@ -55,12 +61,18 @@ func (h *Hub) take(ev *Event) {
 		if i, found := slices.BinarySearchFunc(h.own, ev.Seq, bySeq); !found {
 			h.own = slices.Insert(h.own, i, ev)
 		}
+	default:
+		taken = false
 	}
 	h.mu.Unlock()
 	if pushed {
 		h.signal()
 	}
+	return taken
 }
+
+// heldUpTo is Intake.Head.
+func (h *Hub) heldUpTo() uint64 { return h.heldHead.Load() }
 
 // held is Intake.Held.
 func (h *Hub) held(seq uint64) bool {

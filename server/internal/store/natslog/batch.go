@@ -89,10 +89,13 @@ func (l *Log) AppendBatch(ctx context.Context, at time.Time, commits []hub.Commi
 		}
 		known := l.head.Load()
 		last, crcs, err := l.publishBatch(ctx, at, commits, pending)
+		l.unsure(err)
 		if err == nil {
 			first := last - uint64(len(pending)-1)
 			if first <= known {
-				return nil, l.replacedAck(first, known) // see replacedAck
+				err := l.replacedAck(first, known) // see replacedAck
+				l.unsure(err)
+				return nil, err
 			}
 			l.saw(last)
 			for k, i := range pending {
@@ -169,7 +172,7 @@ func (l *Log) checkAtomic(ctx context.Context) error {
 // Only the commit message asks for an answer; JetStream abandons a batch
 // that misses a message.
 func (l *Log) publishBatch(ctx context.Context, at time.Time, commits []hub.Commit, pending []int) (uint64, []uint32, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	ctx, cancel := l.appendContext(ctx)
 	defer cancel()
 	id := nats.NewInbox()[len(nats.InboxPrefix):] // a unique id of ≤ 64 characters
 	crcs := make([]uint32, len(pending))

@@ -15,7 +15,7 @@ import (
 )
 
 // benchStores are the stores the benchmarks compare: memory, the embedded
-// R1 file store and an R3 stream on an in-process three-node cluster.
+// R1 file store (its Log the stream's only writer, as the server's) and an R3 stream on an in-process three-node cluster.
 var benchStores = []string{"memory", "embedded-R1", "cluster-R3"}
 
 // benchHub returns a hub on the named store.
@@ -25,7 +25,8 @@ func benchHub(b *testing.B, store string, window int) *hub.Hub {
 	switch store {
 	case "embedded-R1":
 		_, nc := embedded(b, b.TempDir())
-		cfg.Log = openLog(b, nc, natslog.Options{})
+		cfg.Log = openLog(b, nc, natslog.Options{SoleWriter: true}) // as the server opens it
+
 	case "cluster-R3":
 		_, urls := cluster(b)
 		nc, err := natslog.Connect([]string{urls}, "", nil)

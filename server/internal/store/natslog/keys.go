@@ -214,7 +214,9 @@ func (l *Log) keySeq(ctx context.Context, key string, raft bool) (seq uint64, ok
 	case !ack.Duplicate:
 		// Cannot happen (no stream meets the expectation); if it did, an
 		// empty message was stored: say so rather than hide it.
-		return 0, false, fmt.Errorf("key lookup: stored at seq %d", ack.Seq)
+		err := fmt.Errorf("key lookup: stored at seq %d", ack.Seq)
+		l.unsure(err)
+		return 0, false, err
 	}
 	return ack.Seq, true, nil
 }
@@ -270,7 +272,9 @@ func (l *Log) probe(ctx context.Context, keys []string) (bool, error) {
 	if ack.Error == nil {
 		// Cannot happen (the commit expects another stream); if it did,
 		// empty messages were stored: say so rather than hide it.
-		return true, fmt.Errorf("duplicate probe: stored at seq %d", ack.Seq)
+		err := fmt.Errorf("duplicate probe: stored at seq %d", ack.Seq)
+		l.unsure(err)
+		return true, err
 	}
 	return true, nil
 }

@@ -80,6 +80,13 @@ type Options struct {
 	// limits allow (hub.MaxCommitBytes). Open logs at Warn when the NATS
 	// server's max_payload cannot carry it. 0: no check.
 	LargestCommit int
+	// SoleWriter says no one but this Log appends to the stream, as on
+	// the embedded server, which only this process reaches: Follow then
+	// reads the stream to its end and after that only what the hub could
+	// not take from the appends' acknowledgements (see Follow). A stream
+	// other writers append to must not be opened with it: their commits
+	// would not reach the hub.
+	SoleWriter bool
 }
 
 func (o Options) withDefaults() Options {
@@ -157,6 +164,15 @@ type Log struct {
 	wanted  atomic.Uint64
 	marking atomic.Bool
 	markErr atomic.Pointer[error]
+	// fill wakes a Follow idle at the stream's end (wantFill); following
+	// is set once an append left the Log unsure (Follow).
+	fill      chan struct{}
+	following atomic.Bool
+	// tail is the stream's last seq when Open found it. Seqs up to it past
+	// the stream's last commit are holes (a recovery removed them), which
+	// the hub goes past only when Follow reads a later commit: a sole
+	// writer's Follow reads at least that far.
+	tail uint64
 }
 
 var _ hub.EchoLog = (*Log)(nil)
@@ -169,8 +185,8 @@ func (l *Log) Echo(in hub.Intake) { l.intake.Store(&in) }
 // echo hands a commit this Log stored at seq to the hub's intake, as
 // decode would give it back from the stream.
 func (l *Log) echo(seq uint64, at time.Time, c hub.Commit, crc uint32) {
-	if in := l.intake.Load(); in != nil {
-		in.Take(l.event(seq, storedTime(at), c.Facts, c.Traceparent, crc))
+	if in := l.intake.Load(); in != nil && !in.Take(l.event(seq, storedTime(at), c.Facts, c.Traceparent, crc)) {
+		l.wantFill() // Follow brings it
 	}
 }
 
@@ -208,7 +224,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, nc: nc, js: js, subject: Subject(opts.Stream), ackPrefix: ackPrefix(opts.Stream), reads: make(chan struct{}, maxReads)}
+	l := &Log{opts: opts, nc: nc, js: js, subject: Subject(opts.Stream), ackPrefix: ackPrefix(opts.Stream), reads: make(chan struct{}, maxReads), fill: make(chan struct{}, 1)}
 	long := ctx // the check of every commit with Recover takes as long as it needs
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -261,6 +277,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Log, error) {
 	}
 	l.info = info.Config
 	l.saw(info.State.LastSeq)
+	l.tail = info.State.LastSeq
 	l.warnPayload()
 	opts.Logger.Info("JetStream stream",
 		"stream", info.Config.Name, "epoch", epoch.Format(l.epoch), "created", info.Created,
@@ -336,15 +353,18 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 	if err := l.markFailure(); err != nil {
 		return hub.Receipt{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
+	ctx, cancel := l.appendContext(ctx)
 	defer cancel()
 	known := l.head.Load()
 	ack, err := l.publish(ctx, m)
 	if err != nil {
+		l.unsure(err)
 		return hub.Receipt{}, l.condition(err)
 	}
 	if !ack.Duplicate && ack.Seq <= known {
-		return hub.Receipt{}, l.replacedAck(ack.Seq, known)
+		err := l.replacedAck(ack.Seq, known)
+		l.unsure(err)
+		return hub.Receipt{}, err
 	}
 	l.saw(ack.Seq)
 	if !ack.Duplicate {
@@ -358,6 +378,17 @@ func (l *Log) Append(ctx context.Context, at time.Time, c hub.Commit) (hub.Recei
 		return l.duplicate(ctx, ack.Seq, at, c, 0, 1)
 	}
 	return hub.Receipt{Seq: ack.Seq, Time: at}, nil
+}
+
+// appendContext bounds an append's requests by the Log's Timeout. A Log
+// that reads the stream only to its end (Follow) waits for JetStream's
+// answer even when the caller gives up, so that a commit stored still
+// reaches the hub from its acknowledgement.
+func (l *Log) appendContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.opts.SoleWriter {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return context.WithTimeout(ctx, l.opts.Timeout)
 }
 
 // message is the stream message of one commit: the commit event in the
@@ -557,32 +588,92 @@ func (l *Log) followBuffer() int {
 // Follow therefore checks the stream is the one Open found before it
 // starts and whenever messages come from another consumer than the last
 // (the first, or one recreated), before applying them.
+//
+// A Log that is the stream's only writer (Options.SoleWriter) with the
+// hub's intake (Echo) reads the stream only up to its end: the commits
+// stored after that are its own appends', which enter the ring from
+// their acknowledgement. It reads again, from where the hub's ring holds
+// every commit (Intake.Head), when the hub could not take one of them
+// (fill); and for good (following) once an append failed in a way that
+// may still have stored its commit (unsure).
 func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) error {
 	if err := l.checkSame(ctx); err != nil {
 		return err
 	}
-	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{l.subject},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    max64(from, 1),
-	})
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages(jetstream.PullMaxBytes(l.followBuffer()))
-	if err != nil {
-		return err
-	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	defer it.Stop()
-	consumer := ""         // the consumer the last message came from
 	next := max64(from, 1) // the seq expected next
 	if first, _, err := l.Range(ctx); err != nil {
 		return err
 	} else if first > next {
 		next = 0 // from is below the stream's first seq: no gap to check before the first message
 	}
+	idle := false // read to the stream's end: wait for a fill before reading again
+	for {
+		in := l.intake.Load()
+		if idle {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-l.fill:
+			}
+			if h := in.Head() + 1; h > next {
+				next = h
+			}
+		}
+		if l.readsToEnd() {
+			if _, last, err := l.Range(ctx); err != nil {
+				return err
+			} else if last < max64(next, 1) && next > l.tail {
+				idle = true // nothing to read
+				continue
+			}
+		}
+		var err error
+		if next, err = l.follow(ctx, next, apply); err != nil {
+			return err
+		}
+		idle = true
+	}
+}
+
+// readsToEnd reports whether Follow stops at the stream's end (see
+// Follow): the Log is the stream's only writer, hands the hub its
+// appends, and no append left it unsure.
+func (l *Log) readsToEnd() bool {
+	return l.opts.SoleWriter && l.intake.Load() != nil && !l.following.Load()
+}
+
+// follow reads the stream from next with an ordered consumer, handing
+// apply each commit the hub does not hold, until ctx ends or a read fails;
+// or, when readsToEnd, until it read the stream's last message then (and
+// at least one past the holes at its tail). It returns the seq expected
+// next.
+func (l *Log) follow(ctx context.Context, next uint64, apply func(*hub.Event)) (uint64, error) {
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{l.subject},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    max64(next, 1),
+	})
+	if err != nil {
+		return next, err
+	}
+	it, err := cons.Messages(jetstream.PullMaxBytes(l.followBuffer()))
+	if err != nil {
+		return next, err
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	consumer := "" // the consumer the last message came from
+	defer func() {
+		it.Stop()
+		// A stopped consumer stays on the server until it has been idle
+		// for minutes (the client's inactive threshold), told of every
+		// message stored: delete it now.
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.Timeout)
+			_ = l.stream.DeleteConsumer(dctx, info.Name)
+			cancel()
+		}
+	}()
 	// Next is also told of ctx: Stop alone does not always end a Next under
 	// way (a Stop that lands while the ordered consumer recreates its
 	// consumer, as it does when the stream is deleted, stops the old one
@@ -593,35 +684,62 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func(*hub.Event)) e
 		msg, err := it.Next(untilDone)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return next, ctx.Err()
 			}
-			return err
+			return next, err
 		}
 		md, err := msg.Metadata()
 		if err != nil {
-			return err
+			return next, err
 		}
 		if md.Consumer != consumer {
 			if err := l.checkSame(ctx); err != nil {
-				return err
+				return next, err
 			}
 			consumer = md.Consumer
 		}
 		seq := md.Sequence.Stream
 		if next != 0 && seq > next {
 			if err := l.checkGap(ctx, next, seq-1); err != nil {
-				return err
+				return next, err
 			}
 		}
 		next = seq + 1
 		l.saw(seq)
-		if in := l.intake.Load(); in != nil && in.Held(seq) {
-			continue // this replica's own commit, in the hub from its acknowledgement
+		if in := l.intake.Load(); in == nil || !in.Held(seq) {
+			ev, err := l.decode(seq, msg.Headers(), msg.Data())
+			if err != nil {
+				return next, err
+			}
+			apply(ev)
+		} // else this replica's own commit, in the hub from its acknowledgement
+		if md.NumPending == 0 && seq >= l.tail && l.readsToEnd() {
+			return next, nil
 		}
-		ev, err := l.decode(seq, msg.Headers(), msg.Data())
-		if err != nil {
-			return err
-		}
-		apply(ev)
 	}
+}
+
+// wantFill asks an idle Follow (see Follow) to read the stream again.
+func (l *Log) wantFill() {
+	select {
+	case l.fill <- struct{}{}:
+	default: // one is asked for already
+	}
+}
+
+// unsure is told of every append that failed after its commit may have
+// reached JetStream: anything but a refusal (JetStream's API error, a
+// commit too large, a batch the stream does not take). The
+// commit may be stored without the hub having it, so a Log that reads to
+// the stream's end only (Follow) follows the stream from then on.
+func (l *Log) unsure(err error) {
+	var apiErr *jetstream.APIError
+	if err == nil || !l.opts.SoleWriter || errors.As(err, &apiErr) ||
+		errors.Is(err, hub.ErrCommitTooLarge) || errors.Is(err, hub.ErrBatchUnsupported) { // refused before it was stored
+		return
+	}
+	if !l.following.Swap(true) {
+		l.opts.Logger.Info("an append failed without JetStream's answer; following the stream from now on", "stream", l.opts.Stream, "err", err)
+	}
+	l.wantFill()
 }
