@@ -38,36 +38,14 @@ func TestOwnCommitsEnterFromTheirAcknowledgement(t *testing.T) {
 	for r, h := range hubs[:2] {
 		for p := range publishers {
 			wg.Go(func() {
-				for i := range each {
-					name := fmt.Sprintf("r%d-p%d-%d", r, p, i)
-					var rs []hub.Receipt
-					var names []string
-					if i%5 == 4 {
-						b, err := h.PublishBatch(context.Background(), []hub.Commit{
-							{Facts: []*ringcastv1.Fact{fact("own", name+"a", i)}, Traceparent: traceparent(r, p, i)},
-							{Facts: []*ringcastv1.Fact{fact("own", name+"b", i)}},
-						})
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						rs, names = b, []string{name + "a", name + "b"}
-					} else {
-						rc, err := h.PublishCommit(context.Background(), hub.Commit{Facts: []*ringcastv1.Fact{fact("own", name, i)}, Traceparent: traceparent(r, p, i)})
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						rs, names = []hub.Receipt{rc}, []string{name}
+				rs, names := publishMixed(t, h, "own", fmt.Sprintf("r%d-p%d", r, p), each, 5, func(i int) string { return traceparent(r, p, i) })
+				mu.Lock()
+				defer mu.Unlock()
+				for k, rc := range rs {
+					if prev, ok := receipts[rc.Seq]; ok {
+						t.Errorf("seq %d received by %s and %s", rc.Seq, prev, names[k])
 					}
-					mu.Lock()
-					for k, rc := range rs {
-						if prev, ok := receipts[rc.Seq]; ok {
-							t.Errorf("seq %d received by %s and %s", rc.Seq, prev, names[k])
-						}
-						receipts[rc.Seq] = names[k]
-					}
-					mu.Unlock()
+					receipts[rc.Seq] = names[k]
 				}
 			})
 		}
@@ -107,6 +85,35 @@ func TestOwnCommitsEnterFromTheirAcknowledgement(t *testing.T) {
 			}
 		}
 	}
+}
+
+// publishMixed publishes each commits on topic through h, one at a time,
+// keyed name-i: single commits, and every batchEvery-th a batch of two
+// (name-ia, name-ib); the first commit of each carries tp(i). It returns
+// the receipts and their commits' keys, failing the test on an error.
+func publishMixed(t *testing.T, h *hub.Hub, topic, name string, each, batchEvery int, tp func(i int) string) (rs []hub.Receipt, keys []string) {
+	for i := range each {
+		key := fmt.Sprintf("%s-%d", name, i)
+		if i%batchEvery == batchEvery-1 {
+			b, err := h.PublishBatch(context.Background(), []hub.Commit{
+				{Facts: []*ringcastv1.Fact{fact(topic, key+"a", i)}, Traceparent: tp(i)},
+				{Facts: []*ringcastv1.Fact{fact(topic, key+"b", i)}},
+			})
+			if err != nil {
+				t.Error(err)
+				return rs, keys
+			}
+			rs, keys = append(rs, b...), append(keys, key+"a", key+"b")
+			continue
+		}
+		rc, err := h.PublishCommit(context.Background(), hub.Commit{Facts: []*ringcastv1.Fact{fact(topic, key, i)}, Traceparent: tp(i)})
+		if err != nil {
+			t.Error(err)
+			return rs, keys
+		}
+		rs, keys = append(rs, rc), append(keys, key)
+	}
+	return rs, keys
 }
 
 func traceparent(r, p, i int) string {

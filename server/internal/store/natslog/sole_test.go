@@ -64,33 +64,11 @@ func TestASoleWriterReadsOnlyWhatItCouldNotTake(t *testing.T) {
 	)
 	for p := range publishers {
 		wg.Go(func() {
-			for i := range each {
-				name := fmt.Sprintf("p%d-%d", p, i)
-				var rs []hub.Receipt
-				var names []string
-				if i%4 == 3 {
-					b, err := h.PublishBatch(context.Background(), []hub.Commit{
-						{Facts: []*ringcastv1.Fact{fact("sole", name+"a", i)}},
-						{Facts: []*ringcastv1.Fact{fact("sole", name+"b", i)}},
-					})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					rs, names = b, []string{name + "a", name + "b"}
-				} else {
-					rc, err := h.PublishCommit(context.Background(), hub.Commit{Facts: []*ringcastv1.Fact{fact("sole", name, i)}})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					rs, names = []hub.Receipt{rc}, []string{name}
-				}
-				mu.Lock()
-				for k, rc := range rs {
-					receipts[rc.Seq] = names[k]
-				}
-				mu.Unlock()
+			rs, names := publishMixed(t, h, "sole", fmt.Sprint("p", p), each, 4, func(int) string { return "" })
+			mu.Lock()
+			defer mu.Unlock()
+			for k, rc := range rs {
+				receipts[rc.Seq] = names[k]
 			}
 		})
 	}
