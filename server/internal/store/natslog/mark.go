@@ -199,8 +199,25 @@ func (l *Log) meta(ctx context.Context) (jetstream.KeyValue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("JetStream key-value bucket %q: %w", MetaBucket, err)
 	}
-	return kv, nil
+	// A replicated bucket just created may not answer reads at once (its
+	// servers still set up their direct gets): ask until it does, or ctx
+	// ends, so that Open's first read of the record is answered.
+	for {
+		_, err := kv.Get(ctx, metaKey(l.opts.Stream))
+		if !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
+			return kv, nil // the record's read (getRecord) reports any other error
+		}
+		t := time.NewTimer(metaRetry)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
+
+// metaRetry is how long meta waits before it asks a new bucket again.
+const metaRetry = 100 * time.Millisecond
 
 // getRecord reads the stream's record and its revision (0: none).
 func (l *Log) getRecord(ctx context.Context) (record, uint64, error) {
