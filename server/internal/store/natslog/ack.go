@@ -53,12 +53,7 @@ const (
 func (l *Log) publish(ctx context.Context, m *nats.Msg) (pubAck, error) {
 	ack, err := l.request(ctx, m, "publish")
 	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < publishRetries; r++ {
-		t := time.NewTimer(publishRetryWait)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		pause(ctx, publishRetryWait)
 		ack, err = l.request(ctx, m, "publish")
 	}
 	switch {
@@ -72,6 +67,16 @@ func (l *Log) publish(ctx context.Context, m *nats.Msg) (pubAck, error) {
 		return pubAck{}, jetstream.ErrInvalidJSAck
 	}
 	return ack, nil
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // readAck decodes JetStream's answer to a publish to the stream. The

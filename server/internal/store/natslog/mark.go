@@ -207,12 +207,7 @@ func (l *Log) meta(ctx context.Context) (jetstream.KeyValue, error) {
 		if !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
 			return kv, nil // the record's read (getRecord) reports any other error
 		}
-		t := time.NewTimer(metaRetry)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		pause(ctx, metaRetry)
 	}
 }
 
