@@ -14,6 +14,7 @@ import (
 	"github.com/ringcast/ringcast/gen/go/ringcast/v1/ringcastv1connect"
 	"github.com/ringcast/ringcast/server/internal/edge"
 	"github.com/ringcast/ringcast/server/internal/edge/retry"
+	"github.com/ringcast/ringcast/server/internal/face/sse"
 )
 
 // While a server starts (it opens its store and reads it: New), Run
@@ -26,7 +27,9 @@ import (
 //   - gRPC health NOT_SERVING (Check; Watch is told NOT_SERVING and stays
 //     open until the hand-over);
 //   - every EventService RPC, on every protocol, unavailable with
-//     Retry-After; /events 503 with Retry-After; everything else 503.
+//     Retry-After; GET /events a 200 stream that ends at once with a
+//     retry hint (EventSource gives up for good on any other status);
+//     everything else 503.
 //
 // Once the server is built, the listener is handed over without being
 // closed: connections already open to the starting handler are shut down
@@ -50,6 +53,12 @@ func startingHandler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
+	})
+	// GET /events: a stream that ends at once with a retry hint, which
+	// EventSource follows; it gives up for good on a 503.
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", retry.RetryAfterValue(startingRetryAfter))
+		sse.RetryLater(w, r, errStarting.Error())
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

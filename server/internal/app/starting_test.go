@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +23,8 @@ import (
 // is being read (held here by a hook once it is open, before the hub reads
 // it), answers as a server starting: /healthz 200, /readyz 503, gRPC health NOT_SERVING on
 // every protocol, every RPC unavailable with Retry-After on every protocol
-// (a publish, a subscribe), SSE 503 with Retry-After. Once the store is
+// (a publish, a subscribe), GET /events a 200 stream that ends at once
+// with a retry hint (and Retry-After). Once the store is
 // read the same listener serves: ready, SERVING, a publish stored.
 func TestAliveWhileTheStoreIsRead(t *testing.T) {
 	release := make(chan struct{})
@@ -71,13 +74,23 @@ func TestAliveWhileTheStoreIsRead(t *testing.T) {
 		cancel()
 		hc.CloseIdleConnections()
 	}
-	res, err := http.Get("http://" + addr + "/events")
+	// GET /events: EventSource gives up for good on any status but 200,
+	// so the answer is a stream that ends at once with a retry hint.
+	res, err := http.Get("http://" + addr + "/events?topic=t")
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, err := io.ReadAll(res.Body) // the stream ends
 	_ = res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
-		t.Errorf("/events while the store is read: %d, Retry-After %q; want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	if err != nil {
+		t.Fatalf("/events while the store is read: %v", err)
+	}
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") || res.Header.Get("Retry-After") == "" {
+		t.Errorf("/events while the store is read: %d %q, Retry-After %q; want 200 text/event-stream with Retry-After",
+			res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Retry-After"))
+	}
+	if !regexp.MustCompile(`^retry: [0-9]+\n\n: starting: .*\n\n$`).Match(body) {
+		t.Errorf("/events while the store is read: body %q; want a retry hint and the reason as a comment, and no event", body)
 	}
 
 	close(release)

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -248,6 +249,19 @@ func (s *Handler) start(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		req.Epoch, req.SinceSeq, req.SinceFingerprint, req.MalformedCursor = epoch, seq, fp, perr != nil
 	}
 
+	if !open(w, r) {
+		return hub.Request{}, nil, errAnswered
+	}
+	sk.writeString(retryHint())
+	if err := sk.Flush(); err != nil {
+		return hub.Request{}, nil, err
+	}
+	return req, sk, nil
+}
+
+// open writes a stream's response headers and its 200 status, and reports
+// whether a body follows (not for HEAD).
+func open(w http.ResponseWriter, r *http.Request) bool {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
@@ -261,15 +275,25 @@ func (s *Handler) start(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		hd.Set("Transfer-Encoding", "identity")
 	}
 	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return hub.Request{}, nil, errAnswered
-	}
+	return r.Method != http.MethodHead
+}
+
+// retryHint is the `retry:` line that starts every response.
+func retryHint() string {
 	retry := retryMin + rand.N(retryMax-retryMin+1)
-	sk.writeString("retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n")
-	if err := sk.Flush(); err != nil {
-		return hub.Request{}, nil, err
+	return "retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n"
+}
+
+// RetryLater answers a GET /events that the server cannot serve yet (it
+// is starting) in a way EventSource follows: a 200 stream that carries
+// the retry hint and why, as a comment, and ends at once, so that
+// EventSource reconnects after the hint (1–2 s). Any other status would
+// make it give up for good. The caller sets Retry-After for other clients.
+func RetryLater(w http.ResponseWriter, r *http.Request, why string) {
+	if !open(w, r) {
+		return
 	}
-	return req, sk, nil
+	_, _ = io.WriteString(w, retryHint()+": "+strings.ReplaceAll(why, "\n", " ")+"\n\n")
 }
 
 // queryParams are the query parameters /events takes, and whether each may
