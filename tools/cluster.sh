@@ -35,10 +35,15 @@ start_ringcast() { # port, demo
 	setsid bin/ringcast serve --addr "127.0.0.1:$1" --store jetstream --nats-url "$urls" \
 		--nats-replicas 3 --demo="$2" >"$dir/ringcast-$1.log" 2>&1 </dev/null &
 	echo $! >"$dir/ringcast-$1.pid"
-	if ! wait_for "ringcast on $1" grep -q "ringcast serving" "$dir/ringcast-$1.log"; then
+	if ! wait_for "ringcast on $1" serving "$1"; then
 		cat "$dir/ringcast-$1.log" >&2
 		exit 1
 	fi
+}
+
+serving() { # port: the replica has logged that it serves; one that has exited stops the wait
+	still_running "$dir/ringcast-$1.pid" "$dir/ringcast-$1.log"
+	grep -q "ringcast serving" "$dir/ringcast-$1.log"
 }
 
 case ${1:-} in
@@ -51,9 +56,14 @@ start)
 			exit 1
 		fi
 	done
+	rm -f "$dir"/ringcast-*.pid
+	# Whatever fails from here on stops what was started.
+	trap '[ "$started" = true ] || stop_all' EXIT
+	started=false
 	start_nats ringcast
 	start_ringcast "$a" "$demo"
 	start_ringcast "$b" false
+	started=true
 	echo "NATS JetStream cluster: $urls"
 	if [[ $demo == true ]]; then
 		echo "ringcast: http://127.0.0.1:$a (demo feed) and http://127.0.0.1:$b, one stream, cursors valid on both"
@@ -63,8 +73,7 @@ start)
 	echo "logs and data in $dir/; stop with: go tool task cluster:stop"
 	;;
 stop)
-	for f in "$dir"/ringcast-*.pid; do stop_pid "$f"; done
-	stop_nats
+	stop_all
 	echo "cluster stopped (the stream stays in $dir/; rm -rf $dir to start afresh)"
 	;;
 *)

@@ -29,17 +29,8 @@ check_ports port nats_port route_port monitor_port
 urls=$(nats_urls)
 
 ready() { # port: the replica answers /readyz 200; one that has exited stops the wait
-	kill -0 "$(cat "$dir/ringcast-$1.pid")" 2>/dev/null || {
-		echo "clusterbench: ringcast on $1 exited ($dir/ringcast-$1.log):" >&2
-		tail -5 "$dir/ringcast-$1.log" >&2
-		exit 1
-	}
+	still_running "$dir/ringcast-$1.pid" "$dir/ringcast-$1.log"
 	curl -fs -o /dev/null "http://127.0.0.1:$1/readyz"
-}
-
-stop_all() {
-	for f in "$dir"/ringcast-*.pid; do stop_pid "$f"; done
-	stop_nats
 }
 
 case ${1:-} in

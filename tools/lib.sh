@@ -1,11 +1,12 @@
 # shellcheck shell=bash
 # Shell functions cluster.sh and clusterbench.sh share: checking ports,
-# waiting, stopping a process by its pid file, and three nats-servers
-# forming a JetStream cluster. Sourced, not run; the functions read these
+# waiting, stopping a process by its pid file (and everything started),
+# and three nats-servers forming a JetStream cluster. Sourced, not run; the functions read these
 # variables of the script that sources it:
 #   prog          the script's name, which its error messages begin with
 #   dir           the directory of the nats-servers' configuration files,
-#                 stores (n1 to n3), logs and pid files (n1.pid to n3.pid)
+#                 stores (n1 to n3), logs and pid files (n1.pid to n3.pid),
+#                 and of the replicas' logs and pid files (ringcast-PORT.*)
 #   nats_port     the first nats-server's client port; the three servers
 #                 take it and the next two
 #   route_port    the first cluster-route port, likewise
@@ -35,6 +36,20 @@ stop_pid() { # pidfile
 	rm -f "$1"
 }
 
+stop_all() { # the replicas, then the nats-servers
+	local f
+	for f in "$dir"/ringcast-*.pid; do stop_pid "$f"; done
+	stop_nats
+}
+
+still_running() { # pidfile log: or exit 1, saying so with the log's last lines
+	kill -0 "$(cat "$1")" 2>/dev/null && return 0
+	local name=${1##*/}
+	echo "$prog: ${name%.pid} exited ($2):" >&2
+	tail -5 "$2" >&2
+	exit 1
+}
+
 wait_for() { # what, command...: until the command succeeds, for 30 s at most
 	local what=$1
 	shift
@@ -48,6 +63,11 @@ wait_for() { # what, command...: until the command succeeds, for 30 s at most
 
 has_meta_leader() {
 	curl -fs "http://127.0.0.1:$monitor_port/jsz" | grep -q '"leader": *"[^"]'
+}
+
+nats_serves() { # i: nats-server n<i> answers /healthz; one that has exited stops the wait
+	still_running "$dir/n$1.pid" "$dir/n$1.log"
+	curl -fs -o /dev/null "http://127.0.0.1:$((monitor_port + $1 - 1))/healthz"
 }
 
 start_nats() { # cluster name: start n1 to n3 and wait until they serve and have a meta leader
@@ -76,7 +96,7 @@ start_nats() { # cluster name: start n1 to n3 and wait until they serve and have
 		echo $! >"$dir/n$i.pid"
 	done
 	for i in 1 2 3; do
-		wait_for "nats-server n$i (see $dir/n$i.log)" curl -fs -o /dev/null "http://127.0.0.1:$((monitor_port + i - 1))/healthz" || return 1
+		wait_for "nats-server n$i (see $dir/n$i.log)" nats_serves "$i" || return 1
 	done
 	# A JetStream request before the cluster has elected its meta leader
 	# gets no responder, and a replica would exit on it.
