@@ -27,6 +27,10 @@ import (
 // with a retry hint (and Retry-After). Once the store is
 // read the same listener serves: ready, SERVING, a publish stored.
 func TestAliveWhileTheStoreIsRead(t *testing.T) {
+	onMemoryAndEmbedded(t, testAliveWhileTheStoreIsRead)
+}
+
+func testAliveWhileTheStoreIsRead(t *testing.T, st ringtest.Store) {
 	release := make(chan struct{})
 	app.SetStoreOpened(func() { <-release })
 	t.Cleanup(func() { app.SetStoreOpened(nil) })
@@ -36,8 +40,7 @@ func TestAliveWhileTheStoreIsRead(t *testing.T) {
 			close(release)
 		}
 	}()
-	cfg := ringtest.Config()
-	cfg.Store = app.Store{Kind: app.StoreEmbedded, DataDir: t.TempDir()}
+	cfg := st.Config(t, ringtest.Config())
 	m := runLogged(t, cfg, regexp.MustCompile(`msg="ringcast listening[^"]*" addr=(\S+)`))
 	addr := m[1]
 
