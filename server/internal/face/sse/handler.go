@@ -284,6 +284,9 @@ func retryHint() string {
 	return "retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n"
 }
 
+// lineEnds turns what would end an SSE line into spaces.
+var lineEnds = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")
+
 // RetryLater answers a GET /events that the server cannot serve yet (it
 // is starting) in a way EventSource follows: a 200 stream that carries
 // the retry hint and why, as a comment, and ends at once, so that
@@ -293,7 +296,7 @@ func RetryLater(w http.ResponseWriter, r *http.Request, why string) {
 	if !open(w, r) {
 		return
 	}
-	_, _ = io.WriteString(w, retryHint()+": "+strings.ReplaceAll(why, "\n", " ")+"\n\n")
+	_, _ = io.WriteString(w, retryHint()+": "+lineEnds.Replace(why)+"\n\n")
 }
 
 // queryParams are the query parameters /events takes, and whether each may
